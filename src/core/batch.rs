@@ -1,0 +1,182 @@
+//! Columnar batches: the unit that moves through queues and operators. A batch owns one
+//! vector per column plus the arrival time of each row; every column has `len()` rows.
+//!
+//! Batches are built once and recycled: operators write into a batch the caller owns and
+//! `clear` keeps the capacity, so steady-state processing allocates per batch at most.
+
+use std::sync::Arc;
+
+use super::schema::{DataType, Nanos, Scalar};
+
+/// One column of values. `Int` also stores timestamps (nanoseconds since the epoch).
+#[derive(Clone, Debug, PartialEq)]
+pub enum Column {
+    Int(Vec<i64>),
+    Float(Vec<f64>),
+    Str(Vec<Arc<str>>),
+    Bool(Vec<bool>),
+}
+
+impl Column {
+    pub fn with_capacity(ty: DataType, cap: usize) -> Column {
+        match ty {
+            DataType::Int | DataType::Timestamp => Column::Int(Vec::with_capacity(cap)),
+            DataType::Float => Column::Float(Vec::with_capacity(cap)),
+            DataType::Str => Column::Str(Vec::with_capacity(cap)),
+            DataType::Bool => Column::Bool(Vec::with_capacity(cap)),
+        }
+    }
+
+    pub fn len(&self) -> usize {
+        match self {
+            Column::Int(v) => v.len(),
+            Column::Float(v) => v.len(),
+            Column::Str(v) => v.len(),
+            Column::Bool(v) => v.len(),
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    pub fn clear(&mut self) {
+        match self {
+            Column::Int(v) => v.clear(),
+            Column::Float(v) => v.clear(),
+            Column::Str(v) => v.clear(),
+            Column::Bool(v) => v.clear(),
+        }
+    }
+
+    /// Appends the rows of `src` named by `sel`. Both columns must have the same variant.
+    pub fn gather_from(&mut self, src: &Column, sel: &[u32]) {
+        match (self, src) {
+            (Column::Int(d), Column::Int(s)) => d.extend(sel.iter().map(|&i| s[i as usize])),
+            (Column::Float(d), Column::Float(s)) => d.extend(sel.iter().map(|&i| s[i as usize])),
+            (Column::Str(d), Column::Str(s)) => {
+                d.extend(sel.iter().map(|&i| s[i as usize].clone()))
+            }
+            (Column::Bool(d), Column::Bool(s)) => d.extend(sel.iter().map(|&i| s[i as usize])),
+            (d, s) => unreachable!("gather between {:?} and {:?} columns", kind(d), kind(s)),
+        }
+    }
+
+    /// Appends all rows of `src`, which must have the same variant.
+    pub fn extend_from(&mut self, src: &Column) {
+        match (self, src) {
+            (Column::Int(d), Column::Int(s)) => d.extend_from_slice(s),
+            (Column::Float(d), Column::Float(s)) => d.extend_from_slice(s),
+            (Column::Str(d), Column::Str(s)) => d.extend_from_slice(s),
+            (Column::Bool(d), Column::Bool(s)) => d.extend_from_slice(s),
+            (d, s) => unreachable!("extend between {:?} and {:?} columns", kind(d), kind(s)),
+        }
+    }
+
+    /// Appends one value; the caller guarantees the type matches (plans are type-checked).
+    pub fn push(&mut self, value: &Scalar) {
+        match (self, value) {
+            (Column::Int(d), Scalar::Int(v) | Scalar::Timestamp(v)) => d.push(*v),
+            (Column::Float(d), Scalar::Float(v)) => d.push(*v),
+            (Column::Float(d), Scalar::Int(v)) => d.push(*v as f64),
+            (Column::Str(d), Scalar::Str(v)) => d.push(v.clone()),
+            (Column::Bool(d), Scalar::Bool(v)) => d.push(*v),
+            (d, v) => unreachable!("push {v:?} into a {:?} column", kind(d)),
+        }
+    }
+
+    /// The value at `row` as a scalar of type `ty` (used at the edges: sinks and tests).
+    pub fn scalar(&self, row: usize, ty: DataType) -> Scalar {
+        match self {
+            Column::Int(v) if ty == DataType::Timestamp => Scalar::Timestamp(v[row]),
+            Column::Int(v) => Scalar::Int(v[row]),
+            Column::Float(v) => Scalar::Float(v[row]),
+            Column::Str(v) => Scalar::Str(v[row].clone()),
+            Column::Bool(v) => Scalar::Bool(v[row]),
+        }
+    }
+}
+
+fn kind(c: &Column) -> &'static str {
+    match c {
+        Column::Int(_) => "int",
+        Column::Float(_) => "float",
+        Column::Str(_) => "string",
+        Column::Bool(_) => "bool",
+    }
+}
+
+/// Rows of one schema, column by column, with the arrival time of each row.
+///
+/// In an operator's output batch, `arrival` holds the arrival time of the tuple that made
+/// each result due, so latency is always `emission time - arrival[row]`.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Batch {
+    pub arrival: Vec<Nanos>,
+    pub columns: Vec<Column>,
+}
+
+impl Batch {
+    pub fn new(types: &[DataType], cap: usize) -> Batch {
+        Batch {
+            arrival: Vec::with_capacity(cap),
+            columns: types
+                .iter()
+                .map(|&t| Column::with_capacity(t, cap))
+                .collect(),
+        }
+    }
+
+    pub fn len(&self) -> usize {
+        self.arrival.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.arrival.is_empty()
+    }
+
+    /// Empties the batch and keeps every column's capacity.
+    pub fn clear(&mut self) {
+        self.arrival.clear();
+        self.columns.iter_mut().for_each(Column::clear);
+    }
+
+    /// Appends the rows of `src` named by `sel` (ascending row indices).
+    pub fn gather_from(&mut self, src: &Batch, sel: &[u32]) {
+        self.arrival
+            .extend(sel.iter().map(|&i| src.arrival[i as usize]));
+        for (d, s) in self.columns.iter_mut().zip(&src.columns) {
+            d.gather_from(s, sel);
+        }
+    }
+
+    /// Appends all rows of `src`.
+    pub fn extend_from(&mut self, src: &Batch) {
+        self.arrival.extend_from_slice(&src.arrival);
+        for (d, s) in self.columns.iter_mut().zip(&src.columns) {
+            d.extend_from(s);
+        }
+    }
+
+    /// Appends one row given as scalars (tests and slow paths only).
+    pub fn push_row(&mut self, arrival: Nanos, row: &[Scalar]) {
+        self.arrival.push(arrival);
+        for (c, v) in self.columns.iter_mut().zip(row) {
+            c.push(v);
+        }
+    }
+
+    /// Row `row` as scalars, typed by `types` (sinks and tests).
+    pub fn row(&self, row: usize, types: &[DataType]) -> Vec<Scalar> {
+        self.columns
+            .iter()
+            .zip(types)
+            .map(|(c, &t)| c.scalar(row, t))
+            .collect()
+    }
+
+    /// Checks the invariant that every column has as many rows as `arrival`.
+    pub fn is_consistent(&self) -> bool {
+        self.columns.iter().all(|c| c.len() == self.arrival.len())
+    }
+}

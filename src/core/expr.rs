@@ -1,0 +1,474 @@
+//! Physical expressions, evaluated a batch at a time. Column references are indices fixed at
+//! plan time and operand types are made equal by the planner (it inserts `ToFloat`), so
+//! evaluation never looks up a name or coerces a value per row.
+
+use std::sync::Arc;
+
+use super::batch::{Batch, Column};
+use super::schema::Scalar;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BinOp {
+    Add,
+    Sub,
+    Mul,
+    Div,
+    Mod,
+    Eq,
+    NotEq,
+    Lt,
+    LtEq,
+    Gt,
+    GtEq,
+    And,
+    Or,
+}
+
+/// A type-checked expression over one batch's columns.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Expr {
+    /// Column `i` of the input batch.
+    Column(usize),
+    /// The arrival time of each row (the `PROCTIME()` pseudo column).
+    Arrival,
+    Literal(Scalar),
+    /// Both operands have the same storage type; comparisons yield bool.
+    Binary {
+        op: BinOp,
+        left: Box<Expr>,
+        right: Box<Expr>,
+    },
+    Not(Box<Expr>),
+    Neg(Box<Expr>),
+    /// Int (or timestamp) to float.
+    ToFloat(Box<Expr>),
+    /// `expr [NOT] IN (list)`; the list holds scalars of the operand's storage type.
+    InList {
+        expr: Box<Expr>,
+        list: Vec<Scalar>,
+        negated: bool,
+    },
+    /// `CASE WHEN c THEN v ... ELSE e END`; all values have one storage type.
+    Case {
+        branches: Vec<(Expr, Expr)>,
+        otherwise: Box<Expr>,
+    },
+}
+
+/// The result of evaluating an expression: borrowed from the batch where possible.
+#[derive(Debug)]
+pub enum Datum<'a> {
+    Ints(&'a [i64]),
+    Floats(&'a [f64]),
+    Strs(&'a [Arc<str>]),
+    Bools(&'a [bool]),
+    Owned(Column),
+    Int(i64),
+    Float(f64),
+    Str(Arc<str>),
+    Bool(bool),
+}
+
+/// One operand seen as either a constant or a slice of values.
+#[derive(Clone, Copy)]
+enum Side<'a, T> {
+    One(T),
+    Many(&'a [T]),
+}
+
+impl<'a> Datum<'a> {
+    fn from_column(c: &'a Column) -> Datum<'a> {
+        match c {
+            Column::Int(v) => Datum::Ints(v),
+            Column::Float(v) => Datum::Floats(v),
+            Column::Str(v) => Datum::Strs(v),
+            Column::Bool(v) => Datum::Bools(v),
+        }
+    }
+
+    fn from_scalar(s: &Scalar) -> Datum<'a> {
+        match s {
+            Scalar::Int(v) | Scalar::Timestamp(v) => Datum::Int(*v),
+            Scalar::Float(v) => Datum::Float(*v),
+            Scalar::Str(v) => Datum::Str(v.clone()),
+            Scalar::Bool(v) => Datum::Bool(*v),
+        }
+    }
+
+    fn ints(&self) -> Side<'_, i64> {
+        match self {
+            Datum::Ints(v) => Side::Many(v),
+            Datum::Owned(Column::Int(v)) => Side::Many(v),
+            Datum::Int(v) => Side::One(*v),
+            other => unreachable!("expected ints, got {other:?}"),
+        }
+    }
+
+    fn floats(&self) -> Side<'_, f64> {
+        match self {
+            Datum::Floats(v) => Side::Many(v),
+            Datum::Owned(Column::Float(v)) => Side::Many(v),
+            Datum::Float(v) => Side::One(*v),
+            other => unreachable!("expected floats, got {other:?}"),
+        }
+    }
+
+    fn bools(&self) -> Side<'_, bool> {
+        match self {
+            Datum::Bools(v) => Side::Many(v),
+            Datum::Owned(Column::Bool(v)) => Side::Many(v),
+            Datum::Bool(v) => Side::One(*v),
+            other => unreachable!("expected bools, got {other:?}"),
+        }
+    }
+
+    fn str_at(&self, row: usize) -> &str {
+        match self {
+            Datum::Strs(v) => &v[row],
+            Datum::Owned(Column::Str(v)) => &v[row],
+            Datum::Str(v) => v,
+            other => unreachable!("expected strings, got {other:?}"),
+        }
+    }
+
+    fn is_str(&self) -> bool {
+        matches!(
+            self,
+            Datum::Strs(_) | Datum::Str(_) | Datum::Owned(Column::Str(_))
+        )
+    }
+
+    fn storage(&self) -> u8 {
+        match self {
+            Datum::Ints(_) | Datum::Int(_) | Datum::Owned(Column::Int(_)) => 0,
+            Datum::Floats(_) | Datum::Float(_) | Datum::Owned(Column::Float(_)) => 1,
+            Datum::Strs(_) | Datum::Str(_) | Datum::Owned(Column::Str(_)) => 2,
+            Datum::Bools(_) | Datum::Bool(_) | Datum::Owned(Column::Bool(_)) => 3,
+        }
+    }
+
+    /// The value as a bool slice view for predicates: `Ok(slice)` or a constant.
+    pub fn as_bools(&self) -> Result<&[bool], bool> {
+        match self.bools() {
+            Side::Many(v) => Ok(v),
+            Side::One(b) => Err(b),
+        }
+    }
+
+    /// Appends `n` rows of this value to `out` (which has the same storage type).
+    pub fn append_to(&self, out: &mut Column, n: usize) {
+        match (self, out) {
+            (Datum::Owned(c), out) => out.extend_from(c),
+            (Datum::Ints(v), Column::Int(o)) => o.extend_from_slice(v),
+            (Datum::Floats(v), Column::Float(o)) => o.extend_from_slice(v),
+            (Datum::Strs(v), Column::Str(o)) => o.extend_from_slice(v),
+            (Datum::Bools(v), Column::Bool(o)) => o.extend_from_slice(v),
+            (Datum::Int(v), Column::Int(o)) => o.extend(std::iter::repeat_n(*v, n)),
+            (Datum::Int(v), Column::Float(o)) => o.extend(std::iter::repeat_n(*v as f64, n)),
+            (Datum::Float(v), Column::Float(o)) => o.extend(std::iter::repeat_n(*v, n)),
+            (Datum::Str(v), Column::Str(o)) => o.extend(std::iter::repeat_n(v.clone(), n)),
+            (Datum::Bool(v), Column::Bool(o)) => o.extend(std::iter::repeat_n(*v, n)),
+            (d, o) => unreachable!("append {d:?} to {o:?}"),
+        }
+    }
+
+    /// The value materialised as an owned column of `n` rows.
+    fn into_column(self, n: usize) -> Column {
+        match self {
+            Datum::Owned(c) => c,
+            d => {
+                let mut c = match d.storage() {
+                    0 => Column::Int(Vec::with_capacity(n)),
+                    1 => Column::Float(Vec::with_capacity(n)),
+                    2 => Column::Str(Vec::with_capacity(n)),
+                    _ => Column::Bool(Vec::with_capacity(n)),
+                };
+                d.append_to(&mut c, n);
+                c
+            }
+        }
+    }
+}
+
+enum Out<T> {
+    One(T),
+    Many(Vec<T>),
+}
+
+fn zip<A: Copy, B: Copy, O>(a: Side<A>, b: Side<B>, f: impl Fn(A, B) -> O) -> Out<O> {
+    match (a, b) {
+        (Side::One(x), Side::One(y)) => Out::One(f(x, y)),
+        (Side::Many(xs), Side::One(y)) => Out::Many(xs.iter().map(|&x| f(x, y)).collect()),
+        (Side::One(x), Side::Many(ys)) => Out::Many(ys.iter().map(|&y| f(x, y)).collect()),
+        (Side::Many(xs), Side::Many(ys)) => {
+            Out::Many(xs.iter().zip(ys).map(|(&x, &y)| f(x, y)).collect())
+        }
+    }
+}
+
+fn map<A: Copy, O>(a: Side<A>, f: impl Fn(A) -> O) -> Out<O> {
+    match a {
+        Side::One(x) => Out::One(f(x)),
+        Side::Many(xs) => Out::Many(xs.iter().map(|&x| f(x)).collect()),
+    }
+}
+
+macro_rules! datum {
+    ($out:expr, $one:ident, $col:ident) => {
+        match $out {
+            Out::One(v) => Datum::$one(v),
+            Out::Many(v) => Datum::Owned(Column::$col(v)),
+        }
+    };
+}
+
+fn cmp<T: PartialOrd>(op: BinOp, x: T, y: T) -> bool {
+    match op {
+        BinOp::Eq => x == y,
+        BinOp::NotEq => x != y,
+        BinOp::Lt => x < y,
+        BinOp::LtEq => x <= y,
+        BinOp::Gt => x > y,
+        BinOp::GtEq => x >= y,
+        _ => unreachable!("{op:?} is not a comparison"),
+    }
+}
+
+fn int_arith(op: BinOp, x: i64, y: i64) -> i64 {
+    match op {
+        BinOp::Add => x.wrapping_add(y),
+        BinOp::Sub => x.wrapping_sub(y),
+        BinOp::Mul => x.wrapping_mul(y),
+        // Integer division by zero yields 0 rather than aborting a continuous query.
+        BinOp::Div => x.checked_div(y).unwrap_or(0),
+        BinOp::Mod => x.checked_rem(y).unwrap_or(0),
+        _ => unreachable!("{op:?} is not arithmetic"),
+    }
+}
+
+fn float_arith(op: BinOp, x: f64, y: f64) -> f64 {
+    match op {
+        BinOp::Add => x + y,
+        BinOp::Sub => x - y,
+        BinOp::Mul => x * y,
+        BinOp::Div => x / y,
+        BinOp::Mod => x % y,
+        _ => unreachable!("{op:?} is not arithmetic"),
+    }
+}
+
+fn is_cmp(op: BinOp) -> bool {
+    matches!(
+        op,
+        BinOp::Eq | BinOp::NotEq | BinOp::Lt | BinOp::LtEq | BinOp::Gt | BinOp::GtEq
+    )
+}
+
+impl Expr {
+    pub fn col(i: usize) -> Expr {
+        Expr::Column(i)
+    }
+
+    pub fn lit(s: Scalar) -> Expr {
+        Expr::Literal(s)
+    }
+
+    pub fn binary(op: BinOp, left: Expr, right: Expr) -> Expr {
+        Expr::Binary {
+            op,
+            left: Box::new(left),
+            right: Box::new(right),
+        }
+    }
+
+    /// Evaluates the expression over every row of `batch`.
+    pub fn eval<'a>(&'a self, batch: &'a Batch) -> Datum<'a> {
+        let n = batch.len();
+        match self {
+            Expr::Column(i) => Datum::from_column(&batch.columns[*i]),
+            Expr::Arrival => Datum::Ints(&batch.arrival),
+            Expr::Literal(s) => Datum::from_scalar(s),
+            Expr::Binary { op, left, right } => {
+                let (l, r) = (left.eval(batch), right.eval(batch));
+                binary(*op, &l, &r, n)
+            }
+            Expr::Not(e) => datum!(map(e.eval(batch).bools(), |b| !b), Bool, Bool),
+            Expr::Neg(e) => {
+                let d = e.eval(batch);
+                match d.storage() {
+                    0 => datum!(map(d.ints(), i64::wrapping_neg), Int, Int),
+                    _ => datum!(map(d.floats(), |x| -x), Float, Float),
+                }
+            }
+            Expr::ToFloat(e) => datum!(map(e.eval(batch).ints(), |x| x as f64), Float, Float),
+            Expr::InList {
+                expr,
+                list,
+                negated,
+            } => {
+                let d = expr.eval(batch);
+                let neg = *negated;
+                if d.is_str() {
+                    let strs: Vec<&str> = list
+                        .iter()
+                        .filter_map(|s| match s {
+                            Scalar::Str(v) => Some(&**v),
+                            _ => None,
+                        })
+                        .collect();
+                    let rows = if matches!(d, Datum::Str(_)) { 1 } else { n };
+                    let v: Vec<bool> = (0..rows)
+                        .map(|i| strs.contains(&d.str_at(i)) != neg)
+                        .collect();
+                    if rows == 1 && n != 1 {
+                        Datum::Bool(v[0])
+                    } else {
+                        Datum::Owned(Column::Bool(v))
+                    }
+                } else if d.storage() == 0 {
+                    let ints: Vec<i64> = list.iter().filter_map(scalar_int).collect();
+                    datum!(map(d.ints(), |x| ints.contains(&x) != neg), Bool, Bool)
+                } else if d.storage() == 1 {
+                    let fl: Vec<f64> = list.iter().filter_map(Scalar::as_f64).collect();
+                    datum!(map(d.floats(), |x| fl.contains(&x) != neg), Bool, Bool)
+                } else {
+                    let bs: Vec<bool> = list
+                        .iter()
+                        .filter_map(|s| match s {
+                            Scalar::Bool(b) => Some(*b),
+                            _ => None,
+                        })
+                        .collect();
+                    datum!(map(d.bools(), |x| bs.contains(&x) != neg), Bool, Bool)
+                }
+            }
+            Expr::Case {
+                branches,
+                otherwise,
+            } => eval_case(branches, otherwise, batch),
+        }
+    }
+
+    /// Evaluates and appends the `batch.len()` results to `out`.
+    pub fn eval_into(&self, batch: &Batch, out: &mut Column) {
+        self.eval(batch).append_to(out, batch.len());
+    }
+
+    /// Row indices of `batch` for which this boolean expression holds, into `sel`.
+    pub fn select(&self, batch: &Batch, sel: &mut Vec<u32>) {
+        sel.clear();
+        match self.eval(batch).as_bools() {
+            Ok(v) => sel.extend(
+                v.iter()
+                    .enumerate()
+                    .filter(|(_, b)| **b)
+                    .map(|(i, _)| i as u32),
+            ),
+            Err(true) => sel.extend(0..batch.len() as u32),
+            Err(false) => {}
+        }
+    }
+}
+
+fn scalar_int(s: &Scalar) -> Option<i64> {
+    match s {
+        Scalar::Int(v) | Scalar::Timestamp(v) => Some(*v),
+        _ => None,
+    }
+}
+
+fn binary<'a>(op: BinOp, l: &Datum<'_>, r: &Datum<'_>, n: usize) -> Datum<'a> {
+    match op {
+        BinOp::And => datum!(zip(l.bools(), r.bools(), |x, y| x && y), Bool, Bool),
+        BinOp::Or => datum!(zip(l.bools(), r.bools(), |x, y| x || y), Bool, Bool),
+        op if is_cmp(op) => match l.storage() {
+            0 => datum!(zip(l.ints(), r.ints(), |x, y| cmp(op, x, y)), Bool, Bool),
+            1 => datum!(zip(l.floats(), r.floats(), |x, y| cmp(op, x, y)), Bool, Bool),
+            3 => datum!(zip(l.bools(), r.bools(), |x, y| cmp(op, x, y)), Bool, Bool),
+            _ => {
+                let one = matches!(l, Datum::Str(_)) && matches!(r, Datum::Str(_));
+                let rows = if one { 1 } else { n };
+                let v: Vec<bool> = (0..rows)
+                    .map(|i| cmp(op, l.str_at(i), r.str_at(i)))
+                    .collect();
+                if one {
+                    Datum::Bool(v[0])
+                } else {
+                    Datum::Owned(Column::Bool(v))
+                }
+            }
+        },
+        op => match l.storage() {
+            0 => datum!(zip(l.ints(), r.ints(), |x, y| int_arith(op, x, y)), Int, Int),
+            _ => datum!(
+                zip(l.floats(), r.floats(), |x, y| float_arith(op, x, y)),
+                Float,
+                Float
+            ),
+        },
+    }
+}
+
+fn eval_case<'a>(branches: &[(Expr, Expr)], otherwise: &Expr, batch: &Batch) -> Datum<'a> {
+    let n = batch.len();
+    // choice[i] = index of the first branch whose condition holds, or branches.len().
+    let mut choice = vec![branches.len() as u32; n];
+    let mut open = n;
+    for (k, (cond, _)) in branches.iter().enumerate() {
+        if open == 0 {
+            break;
+        }
+        let c = cond.eval(batch);
+        for (i, ch) in choice.iter_mut().enumerate() {
+            let hit = match c.bools() {
+                Side::One(b) => b,
+                Side::Many(v) => v[i],
+            };
+            if *ch == branches.len() as u32 && hit {
+                *ch = k as u32;
+                open -= 1;
+            }
+        }
+    }
+    let values: Vec<Column> = branches
+        .iter()
+        .map(|(_, v)| v)
+        .chain(std::iter::once(otherwise))
+        .map(|e| e.eval(batch).into_column(n))
+        .collect();
+    let pick = |i: usize| &values[choice[i] as usize];
+    Datum::Owned(match &values[0] {
+        Column::Int(_) => Column::Int((0..n).map(|i| ints_of(pick(i))[i]).collect()),
+        Column::Float(_) => Column::Float((0..n).map(|i| floats_of(pick(i))[i]).collect()),
+        Column::Str(_) => Column::Str(
+            (0..n)
+                .map(|i| match pick(i) {
+                    Column::Str(v) => v[i].clone(),
+                    other => unreachable!("CASE branch {other:?}"),
+                })
+                .collect(),
+        ),
+        Column::Bool(_) => Column::Bool(
+            (0..n)
+                .map(|i| match pick(i) {
+                    Column::Bool(v) => v[i],
+                    other => unreachable!("CASE branch {other:?}"),
+                })
+                .collect(),
+        ),
+    })
+}
+
+fn ints_of(c: &Column) -> &[i64] {
+    match c {
+        Column::Int(v) => v,
+        other => unreachable!("CASE branch {other:?}"),
+    }
+}
+
+fn floats_of(c: &Column) -> &[f64] {
+    match c {
+        Column::Float(v) => v,
+        other => unreachable!("CASE branch {other:?}"),
+    }
+}

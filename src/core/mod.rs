@@ -1,0 +1,8 @@
+//! The pure engine: tuples and schemas, plans, operators, queues, scheduler and the engine
+//! that steps them. Nothing here does I/O, spawns a thread or reads a clock: time is an
+//! argument, which is what makes simulated runs reproducible bit for bit.
+
+pub mod batch;
+pub mod expr;
+pub mod plan;
+pub mod schema;
