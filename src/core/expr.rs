@@ -70,10 +70,21 @@ pub enum Datum<'a> {
 }
 
 /// One operand seen as either a constant or a slice of values.
-#[derive(Clone, Copy)]
-enum Side<'a, T> {
+#[derive(Clone, Copy, Debug)]
+pub enum Side<'a, T> {
     One(T),
     Many(&'a [T]),
+}
+
+impl<T: Copy> Side<'_, T> {
+    /// The value at `row` (a constant has the same value at every row).
+    #[inline]
+    pub fn at(&self, row: usize) -> T {
+        match self {
+            Side::One(v) => *v,
+            Side::Many(v) => v[row],
+        }
+    }
 }
 
 impl<'a> Datum<'a> {
@@ -95,7 +106,7 @@ impl<'a> Datum<'a> {
         }
     }
 
-    fn ints(&self) -> Side<'_, i64> {
+    pub fn ints(&self) -> Side<'_, i64> {
         match self {
             Datum::Ints(v) => Side::Many(v),
             Datum::Owned(Column::Int(v)) => Side::Many(v),
@@ -104,7 +115,7 @@ impl<'a> Datum<'a> {
         }
     }
 
-    fn floats(&self) -> Side<'_, f64> {
+    pub fn floats(&self) -> Side<'_, f64> {
         match self {
             Datum::Floats(v) => Side::Many(v),
             Datum::Owned(Column::Float(v)) => Side::Many(v),
@@ -113,7 +124,7 @@ impl<'a> Datum<'a> {
         }
     }
 
-    fn bools(&self) -> Side<'_, bool> {
+    pub fn bools(&self) -> Side<'_, bool> {
         match self {
             Datum::Bools(v) => Side::Many(v),
             Datum::Owned(Column::Bool(v)) => Side::Many(v),
@@ -122,7 +133,7 @@ impl<'a> Datum<'a> {
         }
     }
 
-    fn str_at(&self, row: usize) -> &str {
+    pub fn str_at(&self, row: usize) -> &str {
         match self {
             Datum::Strs(v) => &v[row],
             Datum::Owned(Column::Str(v)) => &v[row],
@@ -131,14 +142,14 @@ impl<'a> Datum<'a> {
         }
     }
 
-    fn is_str(&self) -> bool {
+    pub fn is_str(&self) -> bool {
         matches!(
             self,
             Datum::Strs(_) | Datum::Str(_) | Datum::Owned(Column::Str(_))
         )
     }
 
-    fn storage(&self) -> u8 {
+    pub fn storage(&self) -> u8 {
         match self {
             Datum::Ints(_) | Datum::Int(_) | Datum::Owned(Column::Int(_)) => 0,
             Datum::Floats(_) | Datum::Float(_) | Datum::Owned(Column::Float(_)) => 1,
@@ -173,7 +184,7 @@ impl<'a> Datum<'a> {
     }
 
     /// The value materialised as an owned column of `n` rows.
-    fn into_column(self, n: usize) -> Column {
+    pub fn into_column(self, n: usize) -> Column {
         match self {
             Datum::Owned(c) => c,
             d => {

@@ -3,6 +3,11 @@
 //! argument, which is what makes simulated runs reproducible bit for bit.
 
 pub mod batch;
+pub mod engine;
 pub mod expr;
+pub mod operators;
 pub mod plan;
+pub mod queue;
+pub mod scheduler;
 pub mod schema;
+pub mod stats;

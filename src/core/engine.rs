@@ -1,0 +1,287 @@
+//! The engine: streams fan out into per-query input queues; a scheduler picks which query
+//! runs the next batch; results wait in per-query buffers until the driver emits them with
+//! an emission time. The engine is stepped by a driver and never reads a clock.
+//!
+//! Driver protocol: `ingest` arriving batches, `run_turn(now)` while `has_work()`, `tick(now)`
+//! every engine tick, `emit(now, ..)` to hand results to sinks (this is when latency is
+//! recorded), and at the end `flush(now)` then `emit`.
+
+use std::sync::Arc;
+
+use super::batch::Batch;
+use super::operators::Pipeline;
+use super::plan::QueryPlan;
+use super::queue::{Admit, InputQueue};
+use super::scheduler::{QueueView, Scheduler, SchedulerKind};
+use super::schema::{DataType, Nanos, Schema};
+use super::stats::{EngineSnapshot, QuerySnapshot, QueryStats, StreamSnapshot};
+
+/// A stream the engine accepts input for.
+#[derive(Clone, Debug)]
+pub struct StreamDef {
+    pub name: String,
+    pub schema: Schema,
+}
+
+/// A registered continuous query.
+#[derive(Clone, Debug)]
+pub struct QueryDef {
+    pub name: String,
+    pub plan: QueryPlan,
+    pub latency_target: Option<Nanos>,
+    pub weight: f64,
+}
+
+#[derive(Clone, Copy, Debug)]
+pub struct EngineConfig {
+    pub queue_capacity: usize,
+    pub scheduler: SchedulerKind,
+}
+
+impl Default for EngineConfig {
+    fn default() -> EngineConfig {
+        EngineConfig {
+            queue_capacity: 1_000_000,
+            scheduler: SchedulerKind::RoundRobin,
+        }
+    }
+}
+
+#[derive(Debug, thiserror::Error, PartialEq)]
+pub enum EngineError {
+    #[error("query `{query}` reads unknown stream `{stream}`")]
+    UnknownStream { query: String, stream: String },
+}
+
+#[derive(Debug)]
+struct StreamState {
+    def: StreamDef,
+    readers: Vec<usize>,
+    ingested: u64,
+}
+
+#[derive(Debug)]
+struct QueryState {
+    def: QueryDef,
+    pipeline: Pipeline,
+    queue: InputQueue,
+    /// Results not yet emitted.
+    out: Batch,
+    stats: QueryStats,
+}
+
+/// What one scheduler turn did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Turn {
+    pub query: usize,
+    pub tuples: usize,
+}
+
+/// Results of one query handed to a sink.
+pub struct Emitted<'a> {
+    pub query: &'a str,
+    pub names: &'a [String],
+    pub types: &'a [DataType],
+    pub batch: &'a Batch,
+    pub emitted_at: Nanos,
+}
+
+#[derive(Debug)]
+pub struct Engine {
+    streams: Vec<StreamState>,
+    queries: Vec<QueryState>,
+    scheduler: Scheduler,
+    views: Vec<QueueView>,
+    names: Vec<Vec<String>>,
+}
+
+impl Engine {
+    pub fn new(
+        streams: Vec<StreamDef>,
+        queries: Vec<QueryDef>,
+        config: EngineConfig,
+    ) -> Result<Engine, EngineError> {
+        let mut ss: Vec<StreamState> = streams
+            .into_iter()
+            .map(|def| StreamState {
+                def,
+                readers: Vec::new(),
+                ingested: 0,
+            })
+            .collect();
+        let mut qs = Vec::with_capacity(queries.len());
+        for (qi, def) in queries.into_iter().enumerate() {
+            let si = ss
+                .iter()
+                .position(|s| s.def.name.eq_ignore_ascii_case(&def.plan.stream))
+                .ok_or_else(|| EngineError::UnknownStream {
+                    query: def.name.clone(),
+                    stream: def.plan.stream.clone(),
+                })?;
+            ss[si].readers.push(qi);
+            let pipeline = Pipeline::new(&def.plan, &ss[si].def.schema.types());
+            qs.push(QueryState {
+                out: pipeline.new_output(),
+                pipeline,
+                queue: InputQueue::new(config.queue_capacity),
+                stats: QueryStats::default(),
+                def,
+            });
+        }
+        let names = qs
+            .iter()
+            .map(|q| q.def.plan.output.fields.iter().map(|f| f.name.clone()).collect())
+            .collect();
+        Ok(Engine {
+            streams: ss,
+            queries: qs,
+            scheduler: Scheduler::new(config.scheduler),
+            views: Vec::new(),
+            names,
+        })
+    }
+
+    pub fn stream_index(&self, name: &str) -> Option<usize> {
+        self.streams
+            .iter()
+            .position(|s| s.def.name.eq_ignore_ascii_case(name))
+    }
+
+    pub fn stream_schema(&self, stream: usize) -> &Schema {
+        &self.streams[stream].def.schema
+    }
+
+    pub fn query_names(&self) -> impl Iterator<Item = &str> {
+        self.queries.iter().map(|q| q.def.name.as_str())
+    }
+
+    /// Offers a batch of `stream` to the queue of every query that reads it.
+    pub fn ingest(&mut self, stream: usize, batch: Batch) {
+        debug_assert!(batch.is_consistent());
+        let n = batch.len() as u64;
+        if n == 0 {
+            return;
+        }
+        let s = &mut self.streams[stream];
+        s.ingested += n;
+        let batch = Arc::new(batch);
+        for &qi in &s.readers {
+            let q = &mut self.queries[qi];
+            q.stats.offered += n;
+            if q.queue.push(batch.clone()) == Admit::Full {
+                q.stats.queue_full += n;
+            }
+        }
+    }
+
+    /// Whether any query has queued input.
+    pub fn has_work(&self) -> bool {
+        self.queries.iter().any(|q| !q.queue.is_empty())
+    }
+
+    /// Tuples queued over all queries.
+    pub fn queued(&self) -> usize {
+        self.queries.iter().map(|q| q.queue.depth()).sum()
+    }
+
+    /// Runs one batch of the query the scheduler picks.
+    pub fn run_turn(&mut self, now: Nanos) -> Option<Turn> {
+        self.views.clear();
+        self.views.extend(self.queries.iter().map(|q| QueueView {
+            depth: q.queue.depth(),
+            oldest_arrival: q.queue.oldest_arrival(),
+            latency_target: q.def.latency_target,
+            weight: q.def.weight,
+        }));
+        let qi = self.scheduler.pick(&self.views, now)?;
+        let q = &mut self.queries[qi];
+        let batch = q.queue.pop()?;
+        q.pipeline.process(&batch, &mut q.out);
+        q.stats.processed += batch.len() as u64;
+        Some(Turn {
+            query: qi,
+            tuples: batch.len(),
+        })
+    }
+
+    /// Closes arrival-time windows that have ended by `now`.
+    pub fn tick(&mut self, now: Nanos) {
+        for q in &mut self.queries {
+            if q.pipeline.is_windowed() {
+                let bound = q.queue.oldest_arrival().map_or(now, |a| a.min(now));
+                q.pipeline.on_tick(bound, &mut q.out);
+            }
+        }
+    }
+
+    /// Emits every open window: call at end of input, after the queues are drained.
+    pub fn flush(&mut self, now: Nanos) {
+        for q in &mut self.queries {
+            q.pipeline.flush(now, &mut q.out);
+        }
+    }
+
+    /// Hands every pending result to `sink` as emitted at `now`, recording its latency.
+    pub fn emit(&mut self, now: Nanos, mut sink: impl FnMut(&Emitted<'_>)) {
+        for (q, names) in self.queries.iter_mut().zip(&self.names) {
+            if q.out.is_empty() {
+                continue;
+            }
+            for &a in &q.out.arrival {
+                q.stats.record_latency(now - a);
+            }
+            q.stats.results += q.out.len() as u64;
+            sink(&Emitted {
+                query: &q.def.name,
+                names,
+                types: q.pipeline.output_types(),
+                batch: &q.out,
+                emitted_at: now,
+            });
+            q.out.clear();
+        }
+    }
+
+    /// Counters and latency percentiles of every stream and query. With
+    /// `reset_interval`, the interval histograms start afresh.
+    pub fn snapshot(&mut self, reset_interval: bool) -> EngineSnapshot {
+        let queries = self
+            .queries
+            .iter_mut()
+            .map(|q| {
+                let h = &q.stats.latency;
+                let hi = &q.stats.latency_interval;
+                let snap = QuerySnapshot {
+                    name: q.def.name.clone(),
+                    stream: q.def.plan.stream.clone(),
+                    offered: q.stats.offered,
+                    queue_full: q.stats.queue_full,
+                    processed: q.stats.processed,
+                    queued: q.queue.depth() as u64,
+                    late: q.pipeline.late(),
+                    results: q.stats.results,
+                    p50_interval: hi.value_at_quantile(0.5) as Nanos,
+                    p99_interval: hi.value_at_quantile(0.99) as Nanos,
+                    p50: h.value_at_quantile(0.5) as Nanos,
+                    p99: h.value_at_quantile(0.99) as Nanos,
+                    max: h.max() as Nanos,
+                };
+                if reset_interval {
+                    q.stats.latency_interval.reset();
+                }
+                snap
+            })
+            .collect();
+        EngineSnapshot {
+            streams: self
+                .streams
+                .iter()
+                .map(|s| StreamSnapshot {
+                    name: s.def.name.clone(),
+                    ingested: s.ingested,
+                })
+                .collect(),
+            queries,
+        }
+    }
+}

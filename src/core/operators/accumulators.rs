@@ -1,0 +1,134 @@
+//! Aggregate accumulators, stored column-wise by group slot so that updating a batch is a
+//! tight loop over `(slot, row)` pairs. A slot is valid from `reset` until it is emitted.
+
+use crate::core::batch::Column;
+use crate::core::expr::{Datum, Side};
+use crate::core::plan::AggFunc;
+use crate::core::schema::DataType;
+
+/// The running state of one aggregate over every open group.
+#[derive(Debug)]
+pub enum Acc {
+    Count(Vec<i64>),
+    SumInt(Vec<i64>),
+    SumFloat(Vec<f64>),
+    Avg { sum: Vec<f64>, n: Vec<i64> },
+    MinInt(Vec<i64>),
+    MaxInt(Vec<i64>),
+    MinFloat(Vec<f64>),
+    MaxFloat(Vec<f64>),
+}
+
+impl Acc {
+    pub fn new(func: AggFunc, arg: Option<DataType>) -> Acc {
+        let float = arg == Some(DataType::Float);
+        match func {
+            AggFunc::CountStar | AggFunc::Count => Acc::Count(Vec::new()),
+            AggFunc::Sum if float => Acc::SumFloat(Vec::new()),
+            AggFunc::Sum => Acc::SumInt(Vec::new()),
+            AggFunc::Avg => Acc::Avg {
+                sum: Vec::new(),
+                n: Vec::new(),
+            },
+            AggFunc::Min if float => Acc::MinFloat(Vec::new()),
+            AggFunc::Min => Acc::MinInt(Vec::new()),
+            AggFunc::Max if float => Acc::MaxFloat(Vec::new()),
+            AggFunc::Max => Acc::MaxInt(Vec::new()),
+        }
+    }
+
+    /// Makes `slot` exist and hold the identity of the aggregate.
+    pub fn reset(&mut self, slot: usize) {
+        fn set<T: Copy>(v: &mut Vec<T>, slot: usize, x: T) {
+            if slot >= v.len() {
+                v.resize(slot + 1, x);
+            }
+            v[slot] = x;
+        }
+        match self {
+            Acc::Count(v) | Acc::SumInt(v) => set(v, slot, 0),
+            Acc::SumFloat(v) => set(v, slot, 0.0),
+            Acc::Avg { sum, n } => {
+                set(sum, slot, 0.0);
+                set(n, slot, 0);
+            }
+            Acc::MinInt(v) => set(v, slot, i64::MAX),
+            Acc::MaxInt(v) => set(v, slot, i64::MIN),
+            Acc::MinFloat(v) => set(v, slot, f64::INFINITY),
+            Acc::MaxFloat(v) => set(v, slot, f64::NEG_INFINITY),
+        }
+    }
+
+    /// Folds `arg[row]` into `slot` for every `(slot, row)` pair.
+    pub fn update(&mut self, pairs: &[(u32, u32)], arg: Option<&Datum<'_>>) {
+        match self {
+            Acc::Count(v) => {
+                for &(s, _) in pairs {
+                    v[s as usize] += 1;
+                }
+            }
+            Acc::SumInt(v) => {
+                let a = ints(arg);
+                for &(s, r) in pairs {
+                    let x = &mut v[s as usize];
+                    *x = x.wrapping_add(a.at(r as usize));
+                }
+            }
+            Acc::SumFloat(v) => {
+                let a = floats(arg);
+                for &(s, r) in pairs {
+                    v[s as usize] += a.at(r as usize);
+                }
+            }
+            Acc::Avg { sum, n } => {
+                let d = arg.expect("AVG has an argument");
+                if d.storage() == 0 {
+                    let a = d.ints();
+                    for &(s, r) in pairs {
+                        sum[s as usize] += a.at(r as usize) as f64;
+                        n[s as usize] += 1;
+                    }
+                } else {
+                    let a = d.floats();
+                    for &(s, r) in pairs {
+                        sum[s as usize] += a.at(r as usize);
+                        n[s as usize] += 1;
+                    }
+                }
+            }
+            Acc::MinInt(v) => fold(v, pairs, ints(arg), |x, y| x.min(y)),
+            Acc::MaxInt(v) => fold(v, pairs, ints(arg), |x, y| x.max(y)),
+            Acc::MinFloat(v) => fold(v, pairs, floats(arg), f64::min),
+            Acc::MaxFloat(v) => fold(v, pairs, floats(arg), f64::max),
+        }
+    }
+
+    /// Appends the final value of `slot` to `out`.
+    pub fn emit(&self, slot: usize, out: &mut Column) {
+        match (self, out) {
+            (Acc::Count(v) | Acc::SumInt(v) | Acc::MinInt(v) | Acc::MaxInt(v), Column::Int(o)) => {
+                o.push(v[slot])
+            }
+            (Acc::SumFloat(v) | Acc::MinFloat(v) | Acc::MaxFloat(v), Column::Float(o)) => {
+                o.push(v[slot])
+            }
+            (Acc::Avg { sum, n }, Column::Float(o)) => o.push(sum[slot] / n[slot].max(1) as f64),
+            (acc, out) => unreachable!("emit {acc:?} into {out:?}"),
+        }
+    }
+}
+
+fn ints<'a>(arg: Option<&'a Datum<'_>>) -> Side<'a, i64> {
+    arg.expect("aggregate has an argument").ints()
+}
+
+fn floats<'a>(arg: Option<&'a Datum<'_>>) -> Side<'a, f64> {
+    arg.expect("aggregate has an argument").floats()
+}
+
+fn fold<T: Copy>(v: &mut [T], pairs: &[(u32, u32)], a: Side<'_, T>, f: impl Fn(T, T) -> T) {
+    for &(s, r) in pairs {
+        let x = &mut v[s as usize];
+        *x = f(*x, a.at(r as usize));
+    }
+}

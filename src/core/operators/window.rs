@@ -1,0 +1,303 @@
+//! The windowed GROUP BY operator. It owns every open (window, key) group and guarantees
+//! that a window is emitted exactly once, after the watermark passes its end, and that a
+//! tuple is either folded into each of its open windows or counted as late.
+//!
+//! Lateness is decided per tuple against the running watermark (the largest time seen
+//! before it), so results do not depend on how the input was cut into batches.
+
+use std::collections::{BTreeMap, VecDeque};
+use std::sync::Arc;
+
+use rustc_hash::FxHashMap;
+
+use super::accumulators::Acc;
+use crate::core::batch::{Batch, Column};
+use crate::core::expr::Datum;
+use crate::core::plan::{AggregatePlan, MAX_GROUP_KEYS, TimeSource};
+use crate::core::schema::{DataType, Nanos};
+
+/// A group: window start plus the key values packed into integers (strings interned,
+/// floats as bits), so lookups hash a fixed-size value and never allocate.
+type GroupKey = (i64, [i64; MAX_GROUP_KEYS]);
+
+/// Interns the strings of one key column; ids are stable for the operator's lifetime.
+#[derive(Debug, Default)]
+struct Interner {
+    ids: FxHashMap<Arc<str>, i64>,
+    names: Vec<Arc<str>>,
+}
+
+impl Interner {
+    fn id(&mut self, s: &Arc<str>) -> i64 {
+        if let Some(&id) = self.ids.get(s) {
+            return id;
+        }
+        let id = self.names.len() as i64;
+        self.names.push(s.clone());
+        self.ids.insert(s.clone(), id);
+        id
+    }
+}
+
+#[derive(Debug)]
+pub struct WindowAggregate {
+    plan: AggregatePlan,
+    groups: FxHashMap<GroupKey, u32>,
+    slot_keys: Vec<GroupKey>,
+    free: Vec<u32>,
+    /// Open windows by start, each with its slots in first-seen order (the emission order).
+    windows: BTreeMap<i64, Vec<u32>>,
+    accs: Vec<Acc>,
+    interners: Vec<Interner>,
+    /// Largest time seen; `i64::MIN` before the first tuple.
+    watermark: i64,
+    /// `(watermark, arrival)` each time the watermark crossed a window end: the arrival of
+    /// the tuple that made those windows due, for latency.
+    due: VecDeque<(i64, Nanos)>,
+    next_due: i64,
+    late: u64,
+    // Scratch reused across batches.
+    pairs: Vec<(u32, u32)>,
+    encoded: Vec<Vec<i64>>,
+}
+
+impl WindowAggregate {
+    pub fn new(plan: &AggregatePlan) -> WindowAggregate {
+        assert!(plan.keys.len() <= MAX_GROUP_KEYS, "planner bounds the keys");
+        WindowAggregate {
+            plan: plan.clone(),
+            groups: FxHashMap::default(),
+            slot_keys: Vec::new(),
+            free: Vec::new(),
+            windows: BTreeMap::new(),
+            accs: plan
+                .aggs
+                .iter()
+                .map(|a| Acc::new(a.func, a.arg_type))
+                .collect(),
+            interners: plan.keys.iter().map(|_| Interner::default()).collect(),
+            watermark: i64::MIN,
+            due: VecDeque::new(),
+            next_due: i64::MIN,
+            late: 0,
+            pairs: Vec::new(),
+            encoded: vec![Vec::new(); plan.keys.len()],
+        }
+    }
+
+    /// Tuples that arrived after all their windows had closed.
+    pub fn late(&self) -> u64 {
+        self.late
+    }
+
+    /// Groups currently open (state size).
+    pub fn open_groups(&self) -> usize {
+        self.groups.len()
+    }
+
+    /// The smallest window end strictly greater than `t`.
+    fn next_end_after(&self, t: i64) -> i64 {
+        let (size, slide) = (self.plan.window.size, self.plan.window.slide);
+        // Ends are k*slide + size; find the smallest k with k*slide + size > t.
+        let k = (t - size).div_euclid(slide) + 1;
+        k.saturating_mul(slide).saturating_add(size)
+    }
+
+    /// Folds a batch into the open groups, then closes the windows the watermark passed,
+    /// appending their group rows to `out` (typed by `AggregatePlan::group_row_types`).
+    pub fn process(&mut self, batch: &Batch, out: &mut Batch) {
+        let n = batch.len();
+        if n == 0 {
+            return;
+        }
+        let keys: Vec<Datum<'_>> = self.plan.keys.iter().map(|k| k.eval(batch)).collect();
+        for (k, d) in keys.iter().enumerate() {
+            let enc = &mut self.encoded[k];
+            enc.clear();
+            match d.storage() {
+                0 => enc.extend((0..n).map(|i| d.ints().at(i))),
+                1 => enc.extend((0..n).map(|i| d.floats().at(i).to_bits() as i64)),
+                3 => enc.extend((0..n).map(|i| d.bools().at(i) as i64)),
+                _ => {
+                    let interner = &mut self.interners[k];
+                    for i in 0..n {
+                        let id = match d {
+                            Datum::Strs(v) => interner.id(&v[i]),
+                            Datum::Owned(Column::Str(v)) => interner.id(&v[i]),
+                            Datum::Str(s) => interner.id(s),
+                            _ => unreachable!("string key"),
+                        };
+                        enc.push(id);
+                    }
+                }
+            }
+        }
+        let times: &[i64] = match self.plan.time {
+            TimeSource::Column(i) => match &batch.columns[i] {
+                Column::Int(v) => v,
+                other => unreachable!("time column {other:?}"),
+            },
+            TimeSource::Arrival => &batch.arrival,
+        };
+        let (size, slide, lateness) = (
+            self.plan.window.size,
+            self.plan.window.slide,
+            self.plan.lateness,
+        );
+        let mut pairs = std::mem::take(&mut self.pairs);
+        pairs.clear();
+        for (row, &t) in times.iter().enumerate() {
+            if t > self.watermark {
+                self.watermark = t;
+                let closed_to = t.saturating_sub(lateness);
+                if closed_to >= self.next_due {
+                    self.due.push_back((t, batch.arrival[row]));
+                    self.next_due = self.next_end_after(closed_to);
+                }
+            }
+            let closed_to = self.watermark.saturating_sub(lateness);
+            let mut key = [0i64; MAX_GROUP_KEYS];
+            for (k, enc) in self.encoded.iter().enumerate() {
+                key[k] = enc[row];
+            }
+            let mut start = t.div_euclid(slide) * slide;
+            let mut placed = false;
+            while start.saturating_add(size) > t {
+                if start.saturating_add(size) > closed_to {
+                    let slot = self.slot_for((start, key));
+                    pairs.push((slot, row as u32));
+                    placed = true;
+                }
+                start -= slide;
+            }
+            if !placed {
+                self.late += 1;
+            }
+        }
+        for (acc, call) in self.accs.iter_mut().zip(&self.plan.aggs) {
+            match &call.arg {
+                Some(e) => acc.update(&pairs, Some(&e.eval(batch))),
+                None => acc.update(&pairs, None),
+            }
+        }
+        self.pairs = pairs;
+        let closed_to = self.watermark.saturating_sub(lateness);
+        self.close(closed_to, None, out);
+    }
+
+    /// Closes arrival-time windows that ended by `bound` (the engine passes the earlier of
+    /// now and the oldest queued arrival, so no queued tuple can still belong to them).
+    pub fn on_tick(&mut self, bound: Nanos, out: &mut Batch) {
+        if self.plan.time == TimeSource::Arrival {
+            self.close(bound, Some(Due::WindowEnd), out);
+        }
+    }
+
+    /// Emits every open window (end of input); their latency counts from `now`.
+    pub fn flush(&mut self, now: Nanos, out: &mut Batch) {
+        self.close(i64::MAX, Some(Due::At(now)), out);
+    }
+
+    fn slot_for(&mut self, gk: GroupKey) -> u32 {
+        if let Some(&s) = self.groups.get(&gk) {
+            return s;
+        }
+        let slot = match self.free.pop() {
+            Some(s) => {
+                self.slot_keys[s as usize] = gk;
+                s
+            }
+            None => {
+                self.slot_keys.push(gk);
+                (self.slot_keys.len() - 1) as u32
+            }
+        };
+        for acc in &mut self.accs {
+            acc.reset(slot as usize);
+        }
+        self.groups.insert(gk, slot);
+        self.windows.entry(gk.0).or_default().push(slot);
+        slot
+    }
+
+    /// Emits and forgets every window whose end is `<= closed_to`.
+    fn close(&mut self, closed_to: i64, due_override: Option<Due>, out: &mut Batch) {
+        let size = self.plan.window.size;
+        while let Some((&start, _)) = self.windows.first_key_value() {
+            let end = start.saturating_add(size);
+            if end > closed_to {
+                break;
+            }
+            let slots = self.windows.pop_first().expect("checked non-empty").1;
+            let due = match due_override {
+                Some(Due::At(t)) => t,
+                Some(Due::WindowEnd) => end,
+                None => self.due_arrival(end),
+            };
+            for &slot in &slots {
+                self.emit_row(slot as usize, start, end, due, out);
+                let gk = self.slot_keys[slot as usize];
+                self.groups.remove(&gk);
+                self.free.push(slot);
+            }
+        }
+        // Crossing records older than every open window's end are no longer needed.
+        let first_open_end = self
+            .windows
+            .first_key_value()
+            .map(|(s, _)| s.saturating_add(size))
+            .unwrap_or(i64::MAX);
+        while self
+            .due
+            .front()
+            .is_some_and(|(wm, _)| wm.saturating_sub(self.plan.lateness) < first_open_end)
+        {
+            self.due.pop_front();
+        }
+    }
+
+    /// The arrival of the first tuple whose time closed a window ending at `end`.
+    fn due_arrival(&self, end: i64) -> Nanos {
+        let lateness = self.plan.lateness;
+        self.due
+            .iter()
+            .find(|(wm, _)| wm.saturating_sub(lateness) >= end)
+            .or(self.due.back())
+            .map(|&(_, a)| a)
+            .unwrap_or(0)
+    }
+
+    fn emit_row(&self, slot: usize, start: i64, end: i64, due: Nanos, out: &mut Batch) {
+        let gk = &self.slot_keys[slot];
+        let nkeys = self.plan.keys.len();
+        for k in 0..nkeys {
+            let v = gk.1[k];
+            match (&mut out.columns[k], self.plan.key_types[k]) {
+                (Column::Int(o), _) => o.push(v),
+                (Column::Float(o), _) => o.push(f64::from_bits(v as u64)),
+                (Column::Bool(o), _) => o.push(v != 0),
+                (Column::Str(o), DataType::Str) => {
+                    o.push(self.interners[k].names[v as usize].clone())
+                }
+                (c, t) => unreachable!("key column {c:?} of type {t}"),
+            }
+        }
+        for (i, acc) in self.accs.iter().enumerate() {
+            acc.emit(slot, &mut out.columns[nkeys + i]);
+        }
+        let base = nkeys + self.accs.len();
+        for (i, v) in [(base, start), (base + 1, end)] {
+            match &mut out.columns[i] {
+                Column::Int(o) => o.push(v),
+                c => unreachable!("window bound column {c:?}"),
+            }
+        }
+        out.arrival.push(due);
+    }
+}
+
+#[derive(Clone, Copy, Debug)]
+enum Due {
+    At(Nanos),
+    WindowEnd,
+}

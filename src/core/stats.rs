@@ -1,0 +1,90 @@
+//! Per-query and per-stream counters and latency histograms, kept by the engine as plain
+//! fields (no locks, no metrics calls on the hot path) and read through `EngineSnapshot`.
+//!
+//! Invariant (the conservation ledger): for each query,
+//! `offered == processed + queued + queue_full`, and `ingested` of a stream equals the
+//! `offered` of each query that reads it.
+
+use hdrhistogram::Histogram;
+
+use super::schema::Nanos;
+
+/// Latency histogram in nanoseconds: 1 µs .. 1 h at 3 significant digits.
+pub fn latency_histogram() -> Histogram<u64> {
+    Histogram::new_with_bounds(1_000, 3_600_000_000_000, 3).expect("static bounds are valid")
+}
+
+#[derive(Debug)]
+pub struct QueryStats {
+    /// Tuples offered to the query's input queue.
+    pub offered: u64,
+    /// Tuples rejected because the input queue was full.
+    pub queue_full: u64,
+    /// Tuples the pipeline has consumed.
+    pub processed: u64,
+    /// Result rows emitted.
+    pub results: u64,
+    /// Result latency since start.
+    pub latency: Histogram<u64>,
+    /// Result latency since the last interval reset (the status line's window).
+    pub latency_interval: Histogram<u64>,
+}
+
+impl Default for QueryStats {
+    fn default() -> QueryStats {
+        QueryStats {
+            offered: 0,
+            queue_full: 0,
+            processed: 0,
+            results: 0,
+            latency: latency_histogram(),
+            latency_interval: latency_histogram(),
+        }
+    }
+}
+
+impl QueryStats {
+    pub fn record_latency(&mut self, latency: Nanos) {
+        let v = latency.max(1_000) as u64;
+        self.latency.saturating_record(v);
+        self.latency_interval.saturating_record(v);
+    }
+}
+
+/// A consistent view of one query, taken between turns.
+#[derive(Clone, Debug, PartialEq)]
+pub struct QuerySnapshot {
+    pub name: String,
+    pub stream: String,
+    pub offered: u64,
+    pub queue_full: u64,
+    pub processed: u64,
+    pub queued: u64,
+    pub late: u64,
+    pub results: u64,
+    /// p50 and p99 result latency over the interval, and over the whole run (ns).
+    pub p50_interval: Nanos,
+    pub p99_interval: Nanos,
+    pub p50: Nanos,
+    pub p99: Nanos,
+    pub max: Nanos,
+}
+
+impl QuerySnapshot {
+    /// Whether the conservation ledger balances for this query.
+    pub fn balances(&self) -> bool {
+        self.offered == self.processed + self.queued + self.queue_full
+    }
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct StreamSnapshot {
+    pub name: String,
+    pub ingested: u64,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct EngineSnapshot {
+    pub streams: Vec<StreamSnapshot>,
+    pub queries: Vec<QuerySnapshot>,
+}
