@@ -18,3 +18,7 @@ pub mod core;
 pub mod generator;
 pub mod spec;
 pub mod sql;
+
+#[cfg(feature = "shell")]
+pub mod cli;
+pub mod runtime;

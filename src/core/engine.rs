@@ -79,6 +79,8 @@ pub struct Turn {
 
 /// Results of one query handed to a sink.
 pub struct Emitted<'a> {
+    /// Index of the query in registration order.
+    pub index: usize,
     pub query: &'a str,
     pub names: &'a [String],
     pub types: &'a [DataType],
@@ -130,7 +132,15 @@ impl Engine {
         }
         let names = qs
             .iter()
-            .map(|q| q.def.plan.output.fields.iter().map(|f| f.name.clone()).collect())
+            .map(|q| {
+                q.def
+                    .plan
+                    .output
+                    .fields
+                    .iter()
+                    .map(|f| f.name.clone())
+                    .collect()
+            })
             .collect();
         Ok(Engine {
             streams: ss,
@@ -223,7 +233,7 @@ impl Engine {
 
     /// Hands every pending result to `sink` as emitted at `now`, recording its latency.
     pub fn emit(&mut self, now: Nanos, mut sink: impl FnMut(&Emitted<'_>)) {
-        for (q, names) in self.queries.iter_mut().zip(&self.names) {
+        for (index, (q, names)) in self.queries.iter_mut().zip(&self.names).enumerate() {
             if q.out.is_empty() {
                 continue;
             }
@@ -232,6 +242,7 @@ impl Engine {
             }
             q.stats.results += q.out.len() as u64;
             sink(&Emitted {
+                index,
                 query: &q.def.name,
                 names,
                 types: q.pipeline.output_types(),

@@ -394,7 +394,11 @@ fn binary<'a>(op: BinOp, l: &Datum<'_>, r: &Datum<'_>, n: usize) -> Datum<'a> {
         BinOp::Or => datum!(zip(l.bools(), r.bools(), |x, y| x || y), Bool, Bool),
         op if is_cmp(op) => match l.storage() {
             0 => datum!(zip(l.ints(), r.ints(), |x, y| cmp(op, x, y)), Bool, Bool),
-            1 => datum!(zip(l.floats(), r.floats(), |x, y| cmp(op, x, y)), Bool, Bool),
+            1 => datum!(
+                zip(l.floats(), r.floats(), |x, y| cmp(op, x, y)),
+                Bool,
+                Bool
+            ),
             3 => datum!(zip(l.bools(), r.bools(), |x, y| cmp(op, x, y)), Bool, Bool),
             _ => {
                 let one = matches!(l, Datum::Str(_)) && matches!(r, Datum::Str(_));
@@ -410,7 +414,11 @@ fn binary<'a>(op: BinOp, l: &Datum<'_>, r: &Datum<'_>, n: usize) -> Datum<'a> {
             }
         },
         op => match l.storage() {
-            0 => datum!(zip(l.ints(), r.ints(), |x, y| int_arith(op, x, y)), Int, Int),
+            0 => datum!(
+                zip(l.ints(), r.ints(), |x, y| int_arith(op, x, y)),
+                Int,
+                Int
+            ),
             _ => datum!(
                 zip(l.floats(), r.floats(), |x, y| float_arith(op, x, y)),
                 Float,

@@ -58,6 +58,8 @@ impl InputQueue {
 
     /// Arrival time of the oldest queued tuple.
     pub fn oldest_arrival(&self) -> Option<Nanos> {
-        self.batches.front().and_then(|b| b.arrival.first().copied())
+        self.batches
+            .front()
+            .and_then(|b| b.arrival.first().copied())
     }
 }

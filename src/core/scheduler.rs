@@ -88,7 +88,11 @@ mod tests {
 
     #[test]
     fn round_robin_skips_empty_queues_and_rotates() {
-        let qs = [view(1, 0, 10, 1.0), view(0, 0, 10, 1.0), view(5, 0, 10, 1.0)];
+        let qs = [
+            view(1, 0, 10, 1.0),
+            view(0, 0, 10, 1.0),
+            view(5, 0, 10, 1.0),
+        ];
         let mut s = Scheduler::new(SchedulerKind::RoundRobin);
         let picks: Vec<_> = (0..4).map(|_| s.pick(&qs, 0).unwrap()).collect();
         assert_eq!(picks, [0, 2, 0, 2]);
@@ -96,8 +100,15 @@ mod tests {
 
     #[test]
     fn longest_queue_picks_the_deepest() {
-        let qs = [view(3, 0, 10, 1.0), view(9, 0, 10, 1.0), view(9, 0, 10, 1.0)];
-        assert_eq!(Scheduler::new(SchedulerKind::LongestQueue).pick(&qs, 0), Some(1));
+        let qs = [
+            view(3, 0, 10, 1.0),
+            view(9, 0, 10, 1.0),
+            view(9, 0, 10, 1.0),
+        ];
+        assert_eq!(
+            Scheduler::new(SchedulerKind::LongestQueue).pick(&qs, 0),
+            Some(1)
+        );
     }
 
     #[test]
@@ -105,8 +116,14 @@ mod tests {
         // Query 0: 100 ms target, oldest 20 ms old -> 80 ms slack.
         // Query 1: 50 ms target, oldest 10 ms old -> 40 ms slack.
         let ms = 1_000_000;
-        let qs = [view(1, 80 * ms, 100 * ms, 1.0), view(1, 90 * ms, 50 * ms, 1.0)];
-        assert_eq!(Scheduler::new(SchedulerKind::Qos).pick(&qs, 100 * ms), Some(1));
+        let qs = [
+            view(1, 80 * ms, 100 * ms, 1.0),
+            view(1, 90 * ms, 50 * ms, 1.0),
+        ];
+        assert_eq!(
+            Scheduler::new(SchedulerKind::Qos).pick(&qs, 100 * ms),
+            Some(1)
+        );
     }
 
     #[test]

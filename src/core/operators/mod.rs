@@ -16,7 +16,7 @@ use super::schema::{DataType, Nanos};
 enum Body {
     Project(Vec<Expr>),
     Aggregate {
-        op: WindowAggregate,
+        op: Box<WindowAggregate>,
         having: Option<Expr>,
         project: Vec<Expr>,
         /// Group rows closed by the operator, before HAVING and projection.
@@ -42,7 +42,7 @@ impl Pipeline {
         let body = match &plan.body {
             PlanBody::Project(exprs) => Body::Project(exprs.clone()),
             PlanBody::Aggregate(a) => Body::Aggregate {
-                op: WindowAggregate::new(a),
+                op: Box::new(WindowAggregate::new(a)),
                 having: a.having.clone(),
                 project: a.project.clone(),
                 groups: Batch::new(&a.group_row_types(), 0),

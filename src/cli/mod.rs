@@ -1,0 +1,78 @@
+//! Command-line interface: one file per subcommand. Library errors become messages here and
+//! only here; bad input exits with code 2, other failures with 1.
+
+mod bench;
+mod check;
+mod run;
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+/// Spillway: continuous SQL over streams that sheds load to keep latency promises.
+#[derive(Parser, Debug)]
+#[command(name = "spillway", version, about)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Run a workload: generate its streams, run its queries, print results as JSON lines
+    /// on stdout and a status line per query every second on stderr.
+    Run(run::RunArgs),
+    /// Validate a workload and print the plan of each query.
+    Check(check::CheckArgs),
+    /// Measure engine throughput (tuples/s) on pre-generated batches and end to end.
+    Bench(bench::BenchArgs),
+}
+
+/// A failed command: bad input (exit 2) or an operational failure (exit 1).
+pub enum Failure {
+    BadInput(String),
+    Other(anyhow::Error),
+}
+
+impl From<anyhow::Error> for Failure {
+    fn from(e: anyhow::Error) -> Failure {
+        Failure::Other(e)
+    }
+}
+
+impl From<std::io::Error> for Failure {
+    fn from(e: std::io::Error) -> Failure {
+        Failure::Other(e.into())
+    }
+}
+
+pub fn main() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => {
+            let _ = e.print();
+            return ExitCode::from(if e.use_stderr() { 2 } else { 0 });
+        }
+    };
+    let result = match cli.command {
+        Command::Run(a) => run::run(a),
+        Command::Check(a) => check::check(a),
+        Command::Bench(a) => bench::bench(a),
+    };
+    match result {
+        Ok(code) => code,
+        Err(Failure::BadInput(msg)) => {
+            eprintln!("{}", msg.trim_end());
+            ExitCode::from(2)
+        }
+        Err(Failure::Other(e)) => {
+            eprintln!("spillway: {e:#}");
+            ExitCode::from(1)
+        }
+    }
+}
+
+/// Loads and validates a workload file, turning every problem into bad input.
+fn load_workload(path: &std::path::Path) -> Result<crate::spec::Workload, Failure> {
+    crate::spec::load_file(path).map_err(|e| Failure::BadInput(e.to_string()))
+}

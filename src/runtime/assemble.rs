@@ -1,0 +1,89 @@
+//! Turns a validated `Workload` into the runtime objects a driver needs: the engine with
+//! its streams and queries, and the sinks each query writes to.
+
+use std::io;
+use std::path::{Path, PathBuf};
+
+use super::sink::{JsonLines, Sink};
+use crate::core::engine::{Engine, EngineConfig, EngineError, QueryDef, StreamDef};
+use crate::spec::{SinkSpec, Workload};
+
+/// Builds the engine for `w`.
+pub fn engine_for(w: &Workload) -> Result<Engine, EngineError> {
+    let streams = w
+        .streams
+        .iter()
+        .map(|s| StreamDef {
+            name: s.name.clone(),
+            schema: s.schema.clone(),
+        })
+        .collect();
+    let queries = w
+        .queries
+        .iter()
+        .map(|q| QueryDef {
+            name: q.name.clone(),
+            plan: q.plan.clone(),
+            latency_target: q.qos.as_ref().and_then(|qos| qos.latency_target()),
+            weight: q.qos.as_ref().map_or(1.0, |qos| qos.weight),
+        })
+        .collect();
+    Engine::new(
+        streams,
+        queries,
+        EngineConfig {
+            queue_capacity: w.engine.queue_capacity,
+            scheduler: w.engine.scheduler,
+        },
+    )
+}
+
+/// The sinks of a run and, per query, the index of its sink (`None`: results discarded).
+pub struct Sinks {
+    pub sinks: Vec<Box<dyn Sink>>,
+    pub route: Vec<Option<usize>>,
+    /// Files written, for the summary.
+    pub files: Vec<PathBuf>,
+}
+
+/// Opens the sinks of `w`. With `out_dir`, every query writes `<out_dir>/<query>.jsonl`
+/// instead of what its spec says.
+pub fn sinks_for(w: &Workload, out_dir: Option<&Path>) -> io::Result<Sinks> {
+    let mut sinks: Vec<Box<dyn Sink>> = Vec::new();
+    let mut route = Vec::new();
+    let mut files = Vec::new();
+    let mut stdout: Option<usize> = None;
+    for q in &w.queries {
+        let file = match (out_dir, &q.sink) {
+            (Some(dir), _) => Some(dir.join(format!("{}.jsonl", q.name))),
+            (None, SinkSpec::Jsonl(path)) => Some(PathBuf::from(path)),
+            (None, SinkSpec::Stdout) => None,
+            (None, SinkSpec::None) => {
+                route.push(None);
+                continue;
+            }
+        };
+        match file {
+            Some(path) => {
+                let sink = JsonLines::create(&path).map_err(|e| {
+                    io::Error::new(e.kind(), format!("cannot create {}: {e}", path.display()))
+                })?;
+                sinks.push(Box::new(sink));
+                route.push(Some(sinks.len() - 1));
+                files.push(path);
+            }
+            None => {
+                let i = *stdout.get_or_insert_with(|| {
+                    sinks.push(Box::new(JsonLines::stdout()));
+                    sinks.len() - 1
+                });
+                route.push(Some(i));
+            }
+        }
+    }
+    Ok(Sinks {
+        sinks,
+        route,
+        files,
+    })
+}

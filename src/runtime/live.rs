@@ -1,0 +1,247 @@
+//! The live driver: sources run on tokio and pace generation by their rate profile on the
+//! wall clock; the engine runs on the calling thread, batch at a time, and hands results to
+//! the sinks. Stopping (duration reached or Ctrl-C) stops the sources first, then drains
+//! every queue, flushes open windows and the sinks, so the summary accounts for every tuple.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use crossbeam_channel::{Receiver, RecvTimeoutError, Sender, TrySendError};
+
+use super::clock::WallClock;
+use super::sink::Sink;
+use super::status;
+use crate::core::batch::Batch;
+use crate::core::engine::Engine;
+use crate::core::schema::Nanos;
+use crate::core::stats::EngineSnapshot;
+use crate::generator::StreamGenerator;
+use crate::spec::{StreamSpec, Workload};
+
+/// How a run is shown and bounded.
+pub struct LiveOptions {
+    pub duration: Option<Nanos>,
+    pub quiet: bool,
+    /// Set by the caller's Ctrl-C handler; the driver stops cleanly when it turns true.
+    pub stop: Arc<AtomicBool>,
+}
+
+/// What a finished run reports.
+pub struct RunReport {
+    pub snapshot: EngineSnapshot,
+    pub elapsed: Nanos,
+    pub interrupted: bool,
+}
+
+type Message = (usize, Batch);
+
+/// How often a paced source wakes up to generate what is due.
+const SOURCE_TICK: Duration = Duration::from_millis(1);
+const STATUS_EVERY: Nanos = 1_000_000_000;
+
+/// Runs `workload` on the wall clock until its duration, its sources' counts or `stop`.
+pub fn run_live(
+    workload: &Workload,
+    mut engine: Engine,
+    sinks: &mut [Box<dyn Sink>],
+    route: &[Option<usize>],
+    opts: &LiveOptions,
+) -> anyhow::Result<RunReport> {
+    let clock = WallClock::start();
+    let batch_size = workload.engine.batch_size.max(1);
+    let tick = workload.engine.tick.max(1_000_000);
+    let duration = opts.duration.or(workload.duration);
+    let sources_stop = Arc::new(AtomicBool::new(false));
+    let (tx, rx) = crossbeam_channel::bounded::<Message>(4096);
+
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .thread_name("spillway-source")
+        .enable_all()
+        .build()?;
+    let ctrl_c = opts.stop.clone();
+    runtime.spawn(async move {
+        if tokio::signal::ctrl_c().await.is_ok() {
+            eprintln!(
+                "spillway: stopping: draining queues and flushing sinks (Ctrl-C again to abort)"
+            );
+            ctrl_c.store(true, Ordering::Relaxed);
+            if tokio::signal::ctrl_c().await.is_ok() {
+                std::process::exit(130);
+            }
+        }
+    });
+    for (i, spec) in workload.streams.iter().enumerate() {
+        let generator = StreamGenerator::new(&spec.schema, spec.fields.clone(), spec.seed);
+        runtime.spawn(run_source(
+            i,
+            spec.clone(),
+            generator,
+            batch_size,
+            clock,
+            tx.clone(),
+            sources_stop.clone(),
+        ));
+    }
+    drop(tx);
+
+    let mut prev = engine.snapshot(true);
+    let mut next_status = STATUS_EVERY;
+    let mut last_status = 0;
+    let mut next_tick = tick;
+    let mut interrupted = false;
+    let mut out = Outputs {
+        failed: vec![false; sinks.len()],
+        sinks,
+        route,
+    };
+    let mut disconnected = false;
+    loop {
+        let since = clock.since_start();
+        if !sources_stop.load(Ordering::Relaxed) {
+            let timed_out = duration.is_some_and(|d| since >= d);
+            if opts.stop.load(Ordering::Relaxed) {
+                interrupted = true;
+            }
+            if timed_out || interrupted {
+                sources_stop.store(true, Ordering::Relaxed);
+            }
+        }
+        disconnected |= drain(&rx, &mut engine);
+        if engine.has_work() {
+            engine.run_turn(clock.now());
+            out.emit(&mut engine, clock.now());
+        } else if disconnected {
+            break;
+        } else {
+            match rx.recv_timeout(Duration::from_millis(1)) {
+                Ok((s, b)) => engine.ingest(s, b),
+                Err(RecvTimeoutError::Disconnected) => disconnected = true,
+                Err(RecvTimeoutError::Timeout) => {}
+            }
+        }
+        if since >= next_tick {
+            engine.tick(clock.now());
+            out.emit(&mut engine, clock.now());
+            next_tick = since + tick;
+        }
+        if since >= next_status {
+            let cur = engine.snapshot(true);
+            if !opts.quiet {
+                eprint!(
+                    "{}",
+                    status::status_lines(&prev, &cur, since, since - last_status)
+                );
+            }
+            out.flush();
+            prev = cur;
+            last_status = since;
+            next_status = since + STATUS_EVERY;
+        }
+    }
+    engine.flush(clock.now());
+    out.emit(&mut engine, clock.now());
+    out.flush();
+    runtime.shutdown_timeout(Duration::from_millis(100));
+    Ok(RunReport {
+        snapshot: engine.snapshot(false),
+        elapsed: clock.since_start(),
+        interrupted,
+    })
+}
+
+/// The sinks of a run, with the queries routed to each; a failed sink is reported once
+/// and then skipped (a closed stdout pipe is not reported).
+struct Outputs<'a> {
+    sinks: &'a mut [Box<dyn Sink>],
+    route: &'a [Option<usize>],
+    failed: Vec<bool>,
+}
+
+impl Outputs<'_> {
+    fn emit(&mut self, engine: &mut Engine, now: Nanos) {
+        engine.emit(now, |e| {
+            let Some(si) = self.route.get(e.index).copied().flatten() else {
+                return;
+            };
+            if self.failed[si] {
+                return;
+            }
+            if let Err(err) = self.sinks[si].write(e) {
+                self.failed[si] = true;
+                if err.kind() != std::io::ErrorKind::BrokenPipe {
+                    eprintln!("spillway: sink of query `{}` failed: {err}", e.query);
+                }
+            }
+        });
+    }
+
+    fn flush(&mut self) {
+        for (s, failed) in self.sinks.iter_mut().zip(&mut self.failed) {
+            if !*failed && s.flush().is_err() {
+                *failed = true;
+            }
+        }
+    }
+}
+
+/// Moves every waiting batch into the engine; true once all sources have finished.
+fn drain(rx: &Receiver<Message>, engine: &mut Engine) -> bool {
+    loop {
+        match rx.try_recv() {
+            Ok((s, b)) => engine.ingest(s, b),
+            Err(crossbeam_channel::TryRecvError::Empty) => return false,
+            Err(crossbeam_channel::TryRecvError::Disconnected) => return true,
+        }
+    }
+}
+
+/// Generates one stream: every `SOURCE_TICK` it produces the tuples its rate profile says
+/// are due by now, in batches of at most `batch_size`, stamped with the current time.
+async fn run_source(
+    index: usize,
+    spec: StreamSpec,
+    mut generator: StreamGenerator,
+    batch_size: usize,
+    clock: WallClock,
+    tx: Sender<Message>,
+    stop: Arc<AtomicBool>,
+) {
+    let types = spec.schema.types();
+    let limit = spec.count.unwrap_or(u64::MAX);
+    let mut sent: u64 = 0;
+    while !stop.load(Ordering::Relaxed) && sent < limit {
+        let due = if spec.rate.is_unlimited() {
+            sent + batch_size as u64
+        } else {
+            spec.rate.count_until(clock.since_start())
+        }
+        .min(limit);
+        while sent < due && !stop.load(Ordering::Relaxed) {
+            let n = (due - sent).min(batch_size as u64) as usize;
+            let mut batch = Batch::new(&types, n);
+            generator.fill(&mut batch, n, clock.now(), 0);
+            sent += n as u64;
+            let mut msg = (index, batch);
+            loop {
+                match tx.try_send(msg) {
+                    Ok(()) => break,
+                    Err(TrySendError::Full(m)) => {
+                        msg = m;
+                        tokio::time::sleep(Duration::from_micros(200)).await;
+                        if stop.load(Ordering::Relaxed) {
+                            return;
+                        }
+                    }
+                    Err(TrySendError::Disconnected(_)) => return,
+                }
+            }
+        }
+        if spec.rate.is_unlimited() {
+            tokio::task::yield_now().await;
+        } else {
+            tokio::time::sleep(SOURCE_TICK).await;
+        }
+    }
+}

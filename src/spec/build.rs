@@ -1,0 +1,121 @@
+//! Validation of a read workload into the runtime `Workload`: engine settings, then every
+//! stream, then every query against the catalog of streams. All problems are reported; a
+//! `Workload` is returned only if there were none.
+
+use super::build_query::{Planner, build_query};
+use super::build_stream::{build_stream, check_identifier, stream_schema};
+use super::config::{EngineConfig, SchedulerConfig};
+use super::error::{Diagnostics, join};
+use super::read::Read;
+use super::workload::{EngineSettings, SchedulerKind, Workload};
+use crate::sql::Catalog;
+
+pub(crate) fn build(diag: &mut Diagnostics, read: Read, planner: Planner) -> Option<Workload> {
+    let c = &read.config;
+    if let Some(d) = c.duration
+        && d.0 <= 0
+    {
+        diag.at("duration", "duration must be positive");
+    }
+    if let Some(policy) = &c.policy
+        && policy.trim().is_empty()
+    {
+        diag.at("policy", "policy must name a policy file");
+    }
+    let engine = build_engine(diag, &c.engine);
+
+    let mut catalog = Catalog::default();
+    let mut catalog_complete = !read.schemas_missing;
+    let mut streams = Vec::new();
+    for (i, (name, s)) in c.streams.0.iter().enumerate() {
+        let path = join("streams", name);
+        check_identifier(diag, &path, "stream name", name);
+        if let Some((prev, _)) = c.streams.0[..i]
+            .iter()
+            .find(|(n, _)| n.eq_ignore_ascii_case(name))
+        {
+            diag.at(
+                &path,
+                format!("stream `{name}` clashes with `{prev}`: SQL names ignore case"),
+            );
+        }
+        let schema = stream_schema(diag, name, &s.schema, s.event_time.as_deref());
+        match &schema {
+            Some(schema) => catalog.streams.push((name.clone(), schema.clone())),
+            None => catalog_complete = false,
+        }
+        streams.extend(build_stream(diag, name, i, s, schema, c.seed));
+    }
+    for p in &read.partial_streams {
+        match stream_schema(diag, &p.name, &p.schema, p.event_time.as_deref()) {
+            Some(s) => catalog.streams.push((p.name.clone(), s)),
+            None => catalog_complete = false,
+        }
+    }
+
+    let mut queries = Vec::new();
+    let catalog = catalog_complete.then_some(&catalog);
+    for (name, q) in &c.queries.0 {
+        queries.extend(build_query(diag, name, q, catalog, planner));
+    }
+    if !diag.is_empty() {
+        return None;
+    }
+    Some(Workload {
+        name: c.name.clone(),
+        seed: c.seed,
+        duration: c.duration.map(|d| d.0),
+        engine,
+        streams,
+        queries,
+        policy: c.policy.clone(),
+    })
+}
+
+fn build_engine(diag: &mut Diagnostics, e: &EngineConfig) -> EngineSettings {
+    let d = EngineSettings::default();
+    let mut at_least_one = |key: &str, v: Option<usize>, default: usize| match v {
+        Some(0) => {
+            diag.at(&join("engine", key), format!("{key} must be at least 1"));
+            default
+        }
+        Some(v) => v,
+        None => default,
+    };
+    let workers = at_least_one("workers", e.workers, d.workers);
+    let batch_size = at_least_one("batch_size", e.batch_size, d.batch_size);
+    let queue_capacity = at_least_one("queue_capacity", e.queue_capacity, d.queue_capacity);
+    let tick = match e.tick {
+        Some(t) if t.0 <= 0 => {
+            diag.at("engine.tick", "tick must be positive, e.g. 100ms");
+            d.tick
+        }
+        Some(t) => t.0,
+        None => d.tick,
+    };
+    let cores = match e.capacity {
+        Some(c) if !(c.cores > 0.0 && c.cores.is_finite()) => {
+            diag.at(
+                "engine.capacity.cores",
+                "cores must be a positive number, e.g. 1 or 0.5",
+            );
+            d.cores
+        }
+        Some(c) => c.cores,
+        None => d.cores,
+    };
+    EngineSettings {
+        mode: e.mode.unwrap_or(d.mode),
+        cores,
+        workers,
+        tick,
+        batch_size,
+        queue_capacity,
+        scheduler: match e.scheduler {
+            None => d.scheduler,
+            Some(SchedulerConfig::RoundRobin) => SchedulerKind::RoundRobin,
+            Some(SchedulerConfig::LongestQueue) => SchedulerKind::LongestQueue,
+            Some(SchedulerConfig::Qos) => SchedulerKind::Qos,
+        },
+    }
+}

@@ -1,0 +1,278 @@
+//! Validating one stream: its schema, event time, count, rate profile and field
+//! distributions. A `StreamSpec` comes out only if all of them are valid; the schema comes
+//! out on its own whenever it is valid, so queries can be checked against it regardless.
+
+use super::build_field::build_field;
+use super::config::StreamConfig;
+use super::de_named::NamedMap;
+use super::distribution::RateConfig;
+use super::error::{Diagnostics, join};
+use super::workload::StreamSpec;
+use crate::core::plan::fmt_nanos;
+use crate::core::schema::{DataType, Field, Schema};
+use crate::generator::{FieldGen, RateProfile, mix_seed};
+
+/// Whether `name` can be written in SQL without quotes.
+pub(crate) fn is_identifier(name: &str) -> bool {
+    let mut chars = name.chars();
+    chars
+        .next()
+        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
+}
+
+/// Checks that `name` is an identifier; `what` is e.g. "stream name".
+pub(crate) fn check_identifier(diag: &mut Diagnostics, path: &str, what: &str, name: &str) {
+    if !is_identifier(name) {
+        diag.at(
+            path,
+            format!(
+                "{what} `{name}` must start with a letter or `_` and contain only letters, \
+                 digits and `_`, so SQL can name it"
+            ),
+        );
+    }
+}
+
+/// The fields of stream `stream`, without event time; `None` if they have errors.
+fn build_schema(diag: &mut Diagnostics, stream: &str, schema: &NamedMap<String>) -> Option<Schema> {
+    let path = join(&join("streams", stream), "schema");
+    let before = diag.count();
+    if schema.0.is_empty() {
+        diag.at(&path, format!("stream `{stream}` needs at least one field"));
+    }
+    let mut fields: Vec<Field> = Vec::new();
+    for (name, ty) in &schema.0 {
+        let p = join(&path, name);
+        check_identifier(diag, &p, "field name", name);
+        if let Some(prev) = fields.iter().find(|f| f.name.eq_ignore_ascii_case(name)) {
+            diag.at(
+                &p,
+                format!(
+                    "field `{name}` clashes with `{}`: SQL names ignore case",
+                    prev.name
+                ),
+            );
+        }
+        match DataType::parse(ty.trim()) {
+            Some(ty) => fields.push(Field {
+                name: name.clone(),
+                ty,
+            }),
+            None => diag.at(
+                &p,
+                format!("unknown type `{ty}`; expected int, float, string, bool or timestamp"),
+            ),
+        }
+    }
+    (diag.count() == before).then(|| Schema::new(fields))
+}
+
+/// The schema of stream `stream` with its event time; `None` if either has errors.
+pub(crate) fn stream_schema(
+    diag: &mut Diagnostics,
+    stream: &str,
+    schema: &NamedMap<String>,
+    event_time: Option<&str>,
+) -> Option<Schema> {
+    let mut s = build_schema(diag, stream, schema)?;
+    let Some(et) = event_time else {
+        return Some(s);
+    };
+    let p = join(&join("streams", stream), "event_time");
+    match s.index_of(et) {
+        None => diag.at(
+            &p,
+            format!("event_time `{et}` is not a field of stream `{stream}`"),
+        ),
+        Some(i) if s.fields[i].ty != DataType::Timestamp => diag.at(
+            &p,
+            format!(
+                "event_time `{et}` is {} {} field; it must be a timestamp",
+                if s.fields[i].ty == DataType::Int {
+                    "an"
+                } else {
+                    "a"
+                },
+                s.fields[i].ty
+            ),
+        ),
+        Some(i) => {
+            s.event_time = Some(i);
+            return Some(s);
+        }
+    }
+    None
+}
+
+/// Builds stream number `index` of the file; `schema` is the result of `stream_schema`.
+pub(crate) fn build_stream(
+    diag: &mut Diagnostics,
+    name: &str,
+    index: usize,
+    config: &StreamConfig,
+    schema: Option<Schema>,
+    workload_seed: u64,
+) -> Option<StreamSpec> {
+    let path = join("streams", name);
+    let before = diag.count();
+    if config.count == Some(0) {
+        diag.at(
+            &join(&path, "count"),
+            "count must be at least 1 (leave it out for an endless stream)",
+        );
+    }
+    let rate = build_rate(diag, &join(&path, "rate"), &config.rate);
+    let fields = schema
+        .as_ref()
+        .map(|s| build_fields(diag, &path, name, config, s));
+    if diag.count() > before {
+        return None;
+    }
+    Some(StreamSpec {
+        name: name.to_string(),
+        schema: schema?,
+        rate: rate?,
+        fields: fields?,
+        count: config.count,
+        seed: mix_seed(workload_seed, index as u64),
+    })
+}
+
+/// One distribution per schema field: the configured one or the type's default.
+fn build_fields(
+    diag: &mut Diagnostics,
+    path: &str,
+    stream: &str,
+    config: &StreamConfig,
+    schema: &Schema,
+) -> Vec<FieldGen> {
+    let mut out: Vec<Option<FieldGen>> = vec![None; schema.len()];
+    let mut configured = vec![false; schema.len()];
+    for (fname, fc) in &config.fields.0 {
+        let p = join(&join(path, "fields"), fname);
+        let Some(i) = schema.index_of(fname) else {
+            diag.at(&p, format!("`{fname}` is not a field of stream `{stream}`"));
+            continue;
+        };
+        if configured[i] {
+            diag.at(&p, format!("field `{fname}` is configured twice"));
+            continue;
+        }
+        configured[i] = true;
+        out[i] = build_field(diag, &p, fc, &schema.fields[i]);
+    }
+    out.into_iter()
+        .zip(&schema.fields)
+        .map(|(g, f)| g.unwrap_or_else(|| FieldGen::default_for(f.ty)))
+        .collect()
+}
+
+/// The rate profile at `path`; `None` if it is invalid.
+pub(crate) fn build_rate(
+    diag: &mut Diagnostics,
+    path: &str,
+    rate: &RateConfig,
+) -> Option<RateProfile> {
+    let before = diag.count();
+    let profile = match rate {
+        RateConfig::Constant(r) => {
+            if r.is_infinite() && *r > 0.0 {
+                diag.at(path, "rate must be finite; use `unlimited` for no limit");
+            } else if r.is_nan() || *r <= 0.0 {
+                diag.at(path, format!("rate must be positive, got {r}"));
+            }
+            RateProfile::Constant(*r)
+        }
+        RateConfig::Unlimited => RateProfile::Unlimited,
+        RateConfig::Steps(steps) => {
+            if steps.is_empty() {
+                diag.at(
+                    path,
+                    "steps needs at least one step, e.g. [{at: 0s, rate: 100}]",
+                );
+            }
+            let mut last: Option<i64> = None;
+            for (i, s) in steps.iter().enumerate() {
+                let p = format!("steps[{i}]");
+                non_negative(
+                    diag,
+                    &join(path, &format!("{p}.rate")),
+                    "a step's rate",
+                    s.rate,
+                );
+                if let Some(prev) = last.filter(|&prev| s.at.0 <= prev) {
+                    diag.at(
+                        &join(path, &format!("{p}.at")),
+                        format!(
+                            "step times must increase: {} is not after {}",
+                            fmt_nanos(s.at.0),
+                            fmt_nanos(prev)
+                        ),
+                    );
+                }
+                last = Some(s.at.0);
+            }
+            RateProfile::Steps(steps.iter().map(|s| (s.at.0, s.rate)).collect())
+        }
+        RateConfig::Ramp(r) => {
+            non_negative(diag, &join(path, "ramp.from"), "ramp from", r.from);
+            non_negative(diag, &join(path, "ramp.to"), "ramp to", r.to);
+            if r.over.0 <= 0 {
+                diag.at(&join(path, "ramp.over"), "ramp needs over > 0");
+            }
+            RateProfile::Ramp {
+                from: r.from,
+                to: r.to,
+                over: r.over.0,
+            }
+        }
+        RateConfig::Sine(s) => {
+            if !(s.mean > 0.0 && s.mean.is_finite()) {
+                diag.at(
+                    &join(path, "sine.mean"),
+                    format!("sine needs a positive mean, got {}", s.mean),
+                );
+            }
+            if !(s.amplitude >= 0.0 && s.amplitude <= s.mean) {
+                diag.at(
+                    &join(path, "sine.amplitude"),
+                    "sine needs 0 <= amplitude <= mean so the rate never goes negative",
+                );
+            }
+            if s.period.0 <= 0 {
+                diag.at(&join(path, "sine.period"), "sine needs period > 0");
+            }
+            RateProfile::Sine {
+                mean: s.mean,
+                amplitude: s.amplitude,
+                period: s.period.0,
+            }
+        }
+        RateConfig::Bursts(b) => {
+            non_negative(diag, &join(path, "bursts.high"), "bursts high", b.high);
+            non_negative(diag, &join(path, "bursts.low"), "bursts low", b.low);
+            for (sub, d) in [("bursts.on", b.on.0), ("bursts.off", b.off.0)] {
+                if d <= 0 {
+                    diag.at(
+                        &join(path, sub),
+                        format!("{} must be positive", sub.replace('.', " ")),
+                    );
+                }
+            }
+            RateProfile::Bursts {
+                high: b.high,
+                low: b.low,
+                on: b.on.0,
+                off: b.off.0,
+            }
+        }
+    };
+    (diag.count() == before).then_some(profile)
+}
+
+fn non_negative(diag: &mut Diagnostics, path: &str, what: &str, v: f64) {
+    if !(v >= 0.0 && v.is_finite()) {
+        diag.at(path, format!("{what} must be 0 or more, got {v}"));
+    }
+}

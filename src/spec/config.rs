@@ -1,0 +1,211 @@
+//! The workload file format, part one: the document, the engine, streams and queries, as
+//! serde structs that mirror the YAML one to one and deny unknown fields. These doc comments
+//! are the reference for the format; `distribution.rs` continues it with rates and field
+//! distributions. Nothing here is validated beyond its shape: `build` does that.
+//!
+//! ```yaml
+//! name: quickstart
+//! seed: 42
+//! duration: 10s
+//! engine: {mode: live, workers: 1, tick: 100ms, batch_size: 1024, scheduler: round-robin}
+//! streams:
+//!   readings:
+//!     schema: {sensor: int, temp: float, ts: timestamp}
+//!     event_time: ts
+//!     rate: 50000
+//!     fields:
+//!       sensor: {zipf: {n: 1000, s: 1.1}}
+//!       temp: {normal: {mean: 20, stddev: 5}}
+//! queries:
+//!   hot:
+//!     sql: SELECT sensor, temp FROM readings WHERE temp > 25
+//!     qos: {latency: {p99: 100ms}, weight: 2}
+//!     sink: {jsonl: out/hot.jsonl}
+//! ```
+
+use serde::Deserialize;
+
+use super::de_named::NamedMap;
+use super::distribution::{FieldConfig, RateConfig};
+use super::duration::DurationConfig;
+use super::workload::Mode;
+
+/// A workload file: the streams to generate, the continuous queries over them, and how to
+/// run them.
+///
+/// Durations anywhere in the file are strings such as `250us`, `500ms`, `10s`, `2m`, `1h`
+/// (also `ns`, and decimals like `1.5s`), or plain numbers of seconds.
+#[derive(Clone, Debug, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WorkloadConfig {
+    /// Required. The workload's name, shown in status lines and reports.
+    pub name: String,
+    /// Seed of every random generator (default 0). Stream number `i` (from 0, in file
+    /// order) draws from `generator::mix_seed(seed, i)`, and each of its fields from its
+    /// own generator seeded with that stream seed mixed with the field's position. The same
+    /// file therefore yields the same tuples on every run, and editing one stream or field
+    /// leaves the values of the others unchanged.
+    #[serde(default)]
+    pub seed: u64,
+    /// How long a run lasts, e.g. `60s` (default: until stopped or until every stream is
+    /// exhausted). `spillway run --duration` overrides it.
+    #[serde(default)]
+    pub duration: Option<DurationConfig>,
+    /// How the engine runs; every setting has a default.
+    #[serde(default)]
+    pub engine: EngineConfig,
+    /// Required, at least one. The input streams by name, in the order they are created.
+    /// Names are SQL identifiers (letters, digits and `_`, not starting with a digit) and
+    /// are case-insensitive, as SQL names are.
+    pub streams: NamedMap<StreamConfig>,
+    /// Required, at least one. The continuous queries by name.
+    pub queries: NamedMap<QueryConfig>,
+    /// Path of a load-shedding policy file, kept as written (default: no shedding).
+    #[serde(default)]
+    pub policy: Option<String>,
+}
+
+/// `engine:` how the engine runs.
+#[derive(Clone, Debug, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EngineConfig {
+    /// `live` (default): real time, real sources. `simulated`: virtual time driven by the
+    /// per-tuple `cost` of each query, reproducible bit for bit.
+    #[serde(default)]
+    pub mode: Option<Mode>,
+    /// Engine worker threads, at least 1 (default 1).
+    #[serde(default)]
+    pub workers: Option<usize>,
+    /// How often sources emit what is due and the engine checks windows and load
+    /// (default `100ms`). Shorter ticks mean smoother input and lower latency at more
+    /// overhead. Must be positive.
+    #[serde(default)]
+    pub tick: Option<DurationConfig>,
+    /// Tuples per batch, at least 1 (default 1024). Larger batches amortise per-batch costs;
+    /// smaller ones lower latency.
+    #[serde(default)]
+    pub batch_size: Option<usize>,
+    /// Capacity of each query's input queue in tuples, at least 1 (default 1000000). A full
+    /// queue drops arriving tuples (counted as `QueueFull`), so this bounds memory and
+    /// queueing delay.
+    #[serde(default)]
+    pub queue_capacity: Option<usize>,
+    /// Which query runs next: `round-robin` (default, each query with work in turn),
+    /// `longest-queue` (the most queued tuples), or `qos` (the least latency slack relative
+    /// to the query's `qos.latency` target, divided by its `qos.weight`).
+    #[serde(default)]
+    pub scheduler: Option<SchedulerConfig>,
+    /// Simulated mode only: the processing capacity, e.g. `{cores: 1}` (default 1 core).
+    /// Each scheduler turn takes `tuples x cost / cores` of virtual time.
+    #[serde(default)]
+    pub capacity: Option<CapacityConfig>,
+}
+
+/// `engine.capacity`: how much processing a simulated run has.
+#[derive(Clone, Copy, Debug, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CapacityConfig {
+    /// Cores, positive; fractions model a share of a core.
+    pub cores: f64,
+}
+
+/// `engine.scheduler`: the scheduling policy, by name.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum SchedulerConfig {
+    RoundRobin,
+    LongestQueue,
+    Qos,
+}
+
+/// `streams.<name>:` one generated input stream.
+#[derive(Clone, Debug, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StreamConfig {
+    /// Required. The fields in order, as a mapping from field name to type: `int` (64-bit
+    /// signed), `float` (64-bit), `string`, `bool` or `timestamp` (nanoseconds since the
+    /// Unix epoch), e.g. `{sensor: int, temp: float, ts: timestamp}`. Field names follow the
+    /// same rules as stream names.
+    pub schema: NamedMap<String>,
+    /// The timestamp field that carries event time, which event-time windows use and which
+    /// lateness is measured against (default: none; windows then use arrival time).
+    #[serde(default)]
+    pub event_time: Option<String>,
+    /// Stop after this many tuples, at least 1 (default: endless).
+    #[serde(default)]
+    pub count: Option<u64>,
+    /// Required. Offered load in tuples per second over time: see `RateConfig`.
+    pub rate: RateConfig,
+    /// How each field's values are drawn, by field name: see `FieldConfig`. Fields not
+    /// listed use their type's default: ints uniform in `0..=1000`, floats uniform in
+    /// `[0, 1)`, strings one of `a`, `b`, `c`, bools a fair coin, timestamps `now`.
+    #[serde(default)]
+    pub fields: NamedMap<FieldConfig>,
+}
+
+/// `queries.<name>:` one continuous query.
+#[derive(Clone, Debug, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct QueryConfig {
+    /// Required. The query text; reads one stream. Use a block scalar (`sql: |`) for
+    /// queries over several lines; errors point into it.
+    pub sql: String,
+    /// Quality-of-service targets and utilities (default: none, weight 1).
+    #[serde(default)]
+    pub qos: Option<QosConfig>,
+    /// Processing cost per input tuple, e.g. `180ns`, used by simulated mode to advance
+    /// virtual time (measure it with `spillway calibrate`). Must be positive.
+    #[serde(default)]
+    pub cost: Option<DurationConfig>,
+    /// Where results go: `stdout` (default, one JSON object per line), `none` (discarded,
+    /// still counted), or `{jsonl: path}` (a file of JSON lines; the path is relative to the
+    /// working directory).
+    #[serde(default)]
+    pub sink: Option<SinkConfig>,
+}
+
+/// `queries.<name>.qos:` what good service means for a query; the scheduler and the load
+/// shedder trade queries off with it.
+#[derive(Clone, Debug, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct QosConfig {
+    /// Latency target as one percentile and a duration, e.g. `{p99: 100ms}`: that share of
+    /// results should leave within the duration of their input's arrival. Keys are `p50`,
+    /// `p90`, `p95`, `p99`, `p999` (99.9), or any `pNN.N` up to `p100`.
+    #[serde(default)]
+    pub latency: Option<NamedMap<DurationConfig>>,
+    /// Utility of delivering a share of the results, as `[percent delivered, utility]`
+    /// points from 100 down to 0, e.g. `[[100, 1.0], [50, 0.7], [0, 0.0]]`. Percentages are
+    /// in `[0, 100]` and strictly decreasing, utilities in `[0, 1]` and non-increasing;
+    /// between points the utility is linear, beyond the ends it holds the end value. A
+    /// query whose utility falls slowly is a good candidate for shedding.
+    #[serde(default)]
+    pub loss_tolerance: Option<Vec<(f64, f64)>>,
+    /// Utility of a tuple by the value of one numeric input field, for semantic shedding:
+    /// tuples of low utility are dropped first.
+    #[serde(default)]
+    pub value: Option<ValueConfig>,
+    /// Importance relative to other queries, positive (default 1).
+    #[serde(default)]
+    pub weight: Option<f64>,
+}
+
+/// `qos.value:` utility by field value.
+#[derive(Clone, Debug, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ValueConfig {
+    /// A numeric (int, float or timestamp) field of the query's input stream.
+    pub field: String,
+    /// `[field value, utility]` points with strictly increasing values and utilities in
+    /// `[0, 1]`, e.g. `[[25, 0.1], [35, 1.0]]`; linear in between, flat beyond the ends.
+    pub utility: Vec<(f64, f64)>,
+}
+
+/// `queries.<name>.sink:` where results go.
+#[derive(Clone, Debug, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SinkConfig {
+    Stdout,
+    Jsonl(String),
+    None,
+}
