@@ -16,6 +16,8 @@
 
 pub mod core;
 pub mod generator;
+pub mod qos;
+pub mod shed;
 pub mod spec;
 pub mod sql;
 

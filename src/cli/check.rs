@@ -6,6 +6,7 @@ use std::process::ExitCode;
 use clap::Args;
 
 use super::{Failure, load_workload};
+use crate::core::explain::describe;
 
 #[derive(Args, Debug)]
 pub struct CheckArgs {
@@ -33,7 +34,8 @@ pub fn check(args: CheckArgs) -> Result<ExitCode, Failure> {
     }
     for q in &w.queries {
         println!("query {}:", q.name);
-        print!("{}", q.plan);
+        let input = &w.stream(&q.plan.stream).expect("validated").schema;
+        print!("{}", describe(&q.plan, input));
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -4,6 +4,7 @@
 
 pub mod batch;
 pub mod engine;
+pub mod explain;
 pub mod expr;
 pub mod operators;
 pub mod plan;

@@ -1,8 +1,6 @@
 //! Physical query plans: what the SQL planner produces and the pipeline executes. Every
 //! column is an index and every type is checked here, before a tuple flows.
 
-use std::fmt;
-
 use super::expr::Expr;
 use super::schema::{DataType, Nanos, Schema};
 
@@ -109,52 +107,6 @@ impl AggregatePlan {
         t.push(DataType::Timestamp);
         t.push(DataType::Timestamp);
         t
-    }
-}
-
-impl fmt::Display for QueryPlan {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let cols: Vec<String> = self
-            .output
-            .fields
-            .iter()
-            .map(|c| format!("{} {}", c.name, c.ty))
-            .collect();
-        writeln!(f, "  output: ({})", cols.join(", "))?;
-        writeln!(f, "  scan {}", self.stream)?;
-        if let Some(p) = &self.filter {
-            writeln!(f, "  filter {p:?}")?;
-        }
-        match &self.body {
-            PlanBody::Project(exprs) => writeln!(f, "  project {} expressions", exprs.len()),
-            PlanBody::Aggregate(a) => {
-                let kind = if a.window.size == a.window.slide {
-                    format!("tumble {}", fmt_nanos(a.window.size))
-                } else {
-                    format!(
-                        "hop slide {} size {}",
-                        fmt_nanos(a.window.slide),
-                        fmt_nanos(a.window.size)
-                    )
-                };
-                let time = match a.time {
-                    TimeSource::Column(i) => format!("event time column #{i}"),
-                    TimeSource::Arrival => "arrival time".to_string(),
-                };
-                writeln!(f, "  window {kind} on {time}")?;
-                writeln!(
-                    f,
-                    "  aggregate {} keys, {} aggregates {:?}",
-                    a.keys.len(),
-                    a.aggs.len(),
-                    a.aggs.iter().map(|c| c.func).collect::<Vec<_>>()
-                )?;
-                if a.having.is_some() {
-                    writeln!(f, "  having")?;
-                }
-                writeln!(f, "  project {} expressions", a.project.len())
-            }
-        }
     }
 }
 

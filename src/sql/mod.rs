@@ -45,13 +45,23 @@ impl Catalog {
 
 /// A planning failure: what went wrong, the SQL text it concerns, and where that text
 /// starts inside the query (1-based line and column).
+/// Displays as the message, followed by the quoted snippet unless the message quotes it.
 #[derive(Clone, Debug, PartialEq, thiserror::Error)]
-#[error("{message}: `{snippet}`")]
 pub struct SqlError {
     pub message: String,
     pub snippet: String,
     pub line: usize,
     pub column: usize,
+}
+
+impl std::fmt::Display for SqlError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.snippet.is_empty() || self.message.contains(&format!("`{}`", self.snippet)) {
+            f.write_str(&self.message)
+        } else {
+            write!(f, "{}: `{}`", self.message, self.snippet)
+        }
+    }
 }
 
 impl SqlError {

@@ -9,7 +9,7 @@ use super::tests::catalog;
 #[track_caller]
 fn check(sql: &str, message: &str, snippet: &str, line: usize, column: usize) {
     let e = match plan_query(sql, &catalog()) {
-        Ok(p) => panic!("{sql}\nplanned, expected error `{message}`:\n{p}"),
+        Ok(p) => panic!("{sql}\nplanned, expected error `{message}`:\n{p:?}"),
         Err(e) => e,
     };
     assert!(

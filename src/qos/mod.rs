@@ -1,0 +1,1 @@
+//! QoS measurement helpers and the load model (being written).

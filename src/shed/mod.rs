@@ -1,0 +1,1 @@
+//! Load shedding decisions (being written).

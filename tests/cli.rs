@@ -1,0 +1,144 @@
+//! The `spillway` binary as a user meets it: every shipped workload checks, bad input exits
+//! with code 2 and a located message, `run` writes JSON lines, Ctrl-C stops cleanly.
+
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+use std::process::{Command, Stdio};
+
+fn spillway() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_spillway"))
+}
+
+fn yaml_files(dir: &str) -> Vec<std::path::PathBuf> {
+    let mut v: Vec<_> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "yaml"))
+        .collect();
+    v.sort();
+    v
+}
+
+#[test]
+fn every_shipped_workload_passes_check() {
+    let files = yaml_files("workloads");
+    assert!(!files.is_empty());
+    for f in files {
+        let out = spillway().arg("check").arg(&f).output().unwrap();
+        assert!(
+            out.status.success(),
+            "{}: {}",
+            f.display(),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(text.contains("is valid"), "{text}");
+    }
+}
+
+/// Each fixture's `# expect:` lines must all appear in stderr, and the exit code is 2.
+#[test]
+fn bad_workloads_exit_2_with_located_messages() {
+    let files = yaml_files("tests/fixtures/bad");
+    assert!(files.len() >= 6);
+    for f in files {
+        let text = std::fs::read_to_string(&f).unwrap();
+        let expects: Vec<&str> = text
+            .lines()
+            .filter_map(|l| l.strip_prefix("# expect: "))
+            .collect();
+        assert!(!expects.is_empty(), "{} has no expectations", f.display());
+        for cmd in ["check", "run"] {
+            let out = spillway().arg(cmd).arg(&f).output().unwrap();
+            let err = String::from_utf8_lossy(&out.stderr);
+            assert_eq!(out.status.code(), Some(2), "{} {}: {err}", cmd, f.display());
+            for e in &expects {
+                assert!(err.contains(e), "{}: `{e}` not in:\n{err}", f.display());
+            }
+            assert!(!err.contains("panicked"), "{err}");
+        }
+    }
+}
+
+#[test]
+fn missing_file_and_bad_duration_are_bad_input() {
+    let out = spillway()
+        .args(["check", "no/such/file.yaml"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("no/such/file.yaml"));
+    let out = spillway()
+        .args(["run", "workloads/quickstart.yaml", "--duration", "ten"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("invalid duration"));
+}
+
+#[test]
+fn run_writes_json_lines_per_query_and_a_balanced_summary() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = spillway()
+        .args([
+            "run",
+            "workloads/quickstart.yaml",
+            "--duration",
+            "1500ms",
+            "--quiet",
+        ])
+        .arg("--out")
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(out.stdout.is_empty(), "--out sends results to files");
+    assert!(err.contains("summary of `quickstart`"), "{err}");
+    assert!(!err.contains("VIOLATED"), "{err}");
+    assert_eq!(err.matches("balanced").count(), 3, "{err}");
+    let per_city = std::fs::read_to_string(dir.path().join("per_city.jsonl")).unwrap();
+    let first: serde_json::Value = serde_json::from_str(per_city.lines().next().unwrap()).unwrap();
+    assert_eq!(first["query"], "per_city");
+    assert!(first["latency_ms"].as_f64().unwrap() >= 0.0);
+    for key in [
+        "city",
+        "n",
+        "avg_temp",
+        "max_temp",
+        "window_start",
+        "window_end",
+    ] {
+        assert!(first.get(key).is_some(), "{key} missing in {first}");
+    }
+    assert!(Path::new(&dir.path().join("very_hot.jsonl")).exists());
+}
+
+#[test]
+fn ctrl_c_drains_flushes_and_prints_the_summary() {
+    let mut child = spillway()
+        .args(["run", "workloads/quickstart.yaml", "--duration", "60s"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+    // Wait for the first status line: the run is under way with data flowing.
+    for line in lines.by_ref() {
+        if line.unwrap().contains("in ") {
+            break;
+        }
+    }
+    let killed = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    let rest: Vec<String> = lines.map(|l| l.unwrap()).collect();
+    let status = child.wait().unwrap();
+    let rest = rest.join("\n");
+    assert_eq!(status.code(), Some(130), "{rest}");
+    assert!(rest.contains("summary of `quickstart`"), "{rest}");
+    assert_eq!(rest.matches("balanced").count(), 3, "{rest}");
+    assert!(rest.contains("queued 0"), "queues drained: {rest}");
+}
