@@ -1,4 +1,5 @@
-//! `spillway run`: runs a workload live, results on stdout (or files), status on stderr.
+//! `spillway run`: runs a workload live or simulated, results on stdout (or files),
+//! status lines and the summary on stderr.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -8,17 +9,19 @@ use std::sync::atomic::AtomicBool;
 use clap::Args;
 
 use super::{Failure, load_workload};
-use crate::runtime::assemble::{engine_for, sinks_for};
+use crate::runtime::assemble::{Sinks, engine_for, sinks_for};
+use crate::runtime::clock::WallClock;
 use crate::runtime::live::{LiveOptions, run_live};
+use crate::runtime::simulated::{SimSettings, run_simulated};
 use crate::runtime::status;
-use crate::spec::{Mode, parse_duration};
+use crate::spec::{Mode, Workload, parse_duration};
 
 #[derive(Args, Debug)]
 pub struct RunArgs {
     /// The workload YAML file.
     pub workload: PathBuf,
     /// Run for this long instead of the workload's duration (e.g. 5s, 500ms, 2m).
-    #[arg(long, value_parser = parse_duration_arg)]
+    #[arg(long, value_parser = parse_duration)]
     pub duration: Option<i64>,
     /// Write each query's results to DIR/<query>.jsonl instead of its configured sink.
     #[arg(long, value_name = "DIR")]
@@ -26,21 +29,20 @@ pub struct RunArgs {
     /// No per-second status lines (the final summary is still printed).
     #[arg(long)]
     pub quiet: bool,
-}
-
-fn parse_duration_arg(s: &str) -> Result<i64, String> {
-    parse_duration(s)
+    /// Run on virtual time with the declared per-query costs, whatever engine.mode says.
+    #[arg(long)]
+    pub simulated: bool,
 }
 
 pub fn run(args: RunArgs) -> Result<ExitCode, Failure> {
     let w = load_workload(&args.workload)?;
-    if w.engine.mode == Mode::Simulated {
-        return Err(Failure::BadInput(format!(
-            "{}: engine.mode simulated is not available yet; use mode: live",
-            args.workload.display()
-        )));
-    }
     let engine = engine_for(&w).map_err(|e| Failure::BadInput(e.to_string()))?;
+    if args.simulated || w.engine.mode == Mode::Simulated {
+        let settings = SimSettings::from_workload(&w, args.duration)
+            .map_err(|e| Failure::BadInput(format!("{}: {e}", args.workload.display())))?;
+        let sinks = sinks_for(&w, args.out.as_deref())?;
+        return simulated(&w, engine, &settings, sinks, args.quiet);
+    }
     let mut sinks = sinks_for(&w, args.out.as_deref())?;
     let opts = LiveOptions {
         duration: args.duration,
@@ -60,10 +62,7 @@ pub fn run(args: RunArgs) -> Result<ExitCode, Failure> {
         );
     }
     let report = run_live(&w, engine, &mut sinks.sinks, &sinks.route, &opts)?;
-    eprint!(
-        "{}",
-        status::summary(&report.snapshot, &w.name, report.elapsed)
-    );
+    eprint!("{}", status::summary(&report.snapshot, &w.name, report.elapsed));
     for f in &sinks.files {
         eprintln!("  results written to {}", f.display());
     }
@@ -72,4 +71,70 @@ pub fn run(args: RunArgs) -> Result<ExitCode, Failure> {
     } else {
         ExitCode::SUCCESS
     })
+}
+
+fn simulated(
+    w: &Workload,
+    engine: crate::core::engine::Engine,
+    settings: &SimSettings,
+    mut sinks: Sinks,
+    quiet: bool,
+) -> Result<ExitCode, Failure> {
+    if !quiet {
+        eprintln!(
+            "spillway: running `{}` simulated for {:.1} s of virtual time on {} core(s)",
+            w.name,
+            settings.duration as f64 / 1e9,
+            settings.cores
+        );
+    }
+    let clock = WallClock::start();
+    let mut prev: Option<crate::core::stats::EngineSnapshot> = None;
+    let mut failed = vec![false; sinks.sinks.len()];
+    let report = run_simulated(
+        w,
+        engine,
+        settings,
+        |e| {
+            if let Some(si) = sinks.route[e.index]
+                && !failed[si]
+                && sinks.sinks[si].write(e).is_err()
+            {
+                failed[si] = true;
+            }
+        },
+        |snap, at| {
+            if !quiet {
+                let base = prev.take().unwrap_or_else(|| zeroed(snap));
+                eprint!("{}", status::status_lines(&base, snap, at, 1_000_000_000));
+            }
+            prev = Some(snap.clone());
+        },
+    );
+    for s in sinks.sinks.iter_mut() {
+        let _ = s.flush();
+    }
+    let wall = clock.since_start();
+    eprint!("{}", status::summary(&report.snapshot, &w.name, report.virtual_end));
+    let tuples: u64 = report.snapshot.streams.iter().map(|s| s.ingested).sum();
+    eprintln!(
+        "  simulated {:.1} s of virtual time in {:.2} s of wall time ({} virtual tuples/s of wall time)",
+        report.virtual_end as f64 / 1e9,
+        wall as f64 / 1e9,
+        status::rate(tuples as f64 / (wall as f64 / 1e9).max(1e-9))
+    );
+    for f in &sinks.files {
+        eprintln!("  results written to {}", f.display());
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// A snapshot with every counter at zero, the baseline of the first status line.
+fn zeroed(s: &crate::core::stats::EngineSnapshot) -> crate::core::stats::EngineSnapshot {
+    let mut z = s.clone();
+    for q in &mut z.queries {
+        q.processed = 0;
+        q.results = 0;
+    }
+    z
 }
