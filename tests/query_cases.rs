@@ -106,6 +106,7 @@ fn run(case: &Case, batch_size: usize, scheduler: SchedulerKind) -> Vec<Vec<Scal
         EngineConfig {
             queue_capacity: 1 << 20,
             scheduler,
+            seed: 0,
         },
     )
     .unwrap();

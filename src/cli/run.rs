@@ -62,7 +62,10 @@ pub fn run(args: RunArgs) -> Result<ExitCode, Failure> {
         );
     }
     let report = run_live(&w, engine, &mut sinks.sinks, &sinks.route, &opts)?;
-    eprint!("{}", status::summary(&report.snapshot, &w.name, report.elapsed));
+    eprint!(
+        "{}",
+        status::summary(&report.snapshot, &w.name, report.elapsed)
+    );
     for f in &sinks.files {
         eprintln!("  results written to {}", f.display());
     }
@@ -115,7 +118,10 @@ fn simulated(
         let _ = s.flush();
     }
     let wall = clock.since_start();
-    eprint!("{}", status::summary(&report.snapshot, &w.name, report.virtual_end));
+    eprint!(
+        "{}",
+        status::summary(&report.snapshot, &w.name, report.virtual_end)
+    );
     let tuples: u64 = report.snapshot.streams.iter().map(|s| s.ingested).sum();
     eprintln!(
         "  simulated {:.1} s of virtual time in {:.2} s of wall time ({} virtual tuples/s of wall time)",

@@ -8,10 +8,11 @@
 
 use std::sync::Arc;
 
-use super::batch::Batch;
-use super::operators::Pipeline;
+use super::batch::{Batch, Column};
+use super::drop::{DropCounts, DropPoint, DropReason, DropRule};
+use super::operators::{Output, Pipeline, ResultApprox};
 use super::plan::QueryPlan;
-use super::queue::{Admit, InputQueue};
+use super::queue::{Admit, InputQueue, Queued};
 use super::scheduler::{QueueView, Scheduler, SchedulerKind};
 use super::schema::{DataType, Nanos, Schema};
 use super::stats::{EngineSnapshot, QuerySnapshot, QueryStats, StreamSnapshot};
@@ -36,6 +37,8 @@ pub struct QueryDef {
 pub struct EngineConfig {
     pub queue_capacity: usize,
     pub scheduler: SchedulerKind,
+    /// Seeds the drop points' random generators.
+    pub seed: u64,
 }
 
 impl Default for EngineConfig {
@@ -43,8 +46,29 @@ impl Default for EngineConfig {
         EngineConfig {
             queue_capacity: 1_000_000,
             scheduler: SchedulerKind::RoundRobin,
+            seed: 0,
         }
     }
+}
+
+/// What the shedder installs: a rule per stream and per query drop point, and optionally
+/// a new input queue bound (tail-drop).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct DropRules {
+    pub streams: Vec<DropRule>,
+    pub queries: Vec<DropRule>,
+    pub queue_capacity: Option<usize>,
+}
+
+/// Counts of one numeric field's values in fixed bins, taken at ingest before any drop
+/// (the value histogram semantic shedding plans from). Bin layout as `ValueBins`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ValueObserver {
+    pub column: usize,
+    pub lo: f64,
+    pub width: f64,
+    /// `n + 2` counts: underflow, `n` bins, overflow.
+    pub counts: Vec<u64>,
 }
 
 #[derive(Debug, thiserror::Error, PartialEq)]
@@ -58,15 +82,19 @@ struct StreamState {
     def: StreamDef,
     readers: Vec<usize>,
     ingested: u64,
+    drop: DropPoint,
+    observers: Vec<ValueObserver>,
 }
 
 #[derive(Debug)]
 struct QueryState {
     def: QueryDef,
+    stream: usize,
     pipeline: Pipeline,
     queue: InputQueue,
+    drop: DropPoint,
     /// Results not yet emitted.
-    out: Batch,
+    out: Output,
     stats: QueryStats,
 }
 
@@ -85,6 +113,8 @@ pub struct Emitted<'a> {
     pub names: &'a [String],
     pub types: &'a [DataType],
     pub batch: &'a Batch,
+    /// How approximate the rows are; `None` when every row is exact.
+    pub approx: Option<&'a ResultApprox>,
     pub emitted_at: Nanos,
 }
 
@@ -95,6 +125,7 @@ pub struct Engine {
     scheduler: Scheduler,
     views: Vec<QueueView>,
     names: Vec<Vec<String>>,
+    sel: Vec<u32>,
 }
 
 impl Engine {
@@ -105,10 +136,13 @@ impl Engine {
     ) -> Result<Engine, EngineError> {
         let mut ss: Vec<StreamState> = streams
             .into_iter()
-            .map(|def| StreamState {
+            .enumerate()
+            .map(|(i, def)| StreamState {
                 def,
                 readers: Vec::new(),
                 ingested: 0,
+                drop: DropPoint::new(mix(config.seed, 1 + 2 * i as u64)),
+                observers: Vec::new(),
             })
             .collect();
         let mut qs = Vec::with_capacity(queries.len());
@@ -125,7 +159,9 @@ impl Engine {
             qs.push(QueryState {
                 out: pipeline.new_output(),
                 pipeline,
+                stream: si,
                 queue: InputQueue::new(config.queue_capacity),
+                drop: DropPoint::new(mix(config.seed, 2 + 2 * qi as u64)),
                 stats: QueryStats::default(),
                 def,
             });
@@ -148,6 +184,7 @@ impl Engine {
             scheduler: Scheduler::new(config.scheduler),
             views: Vec::new(),
             names,
+            sel: Vec::new(),
         })
     }
 
@@ -165,7 +202,10 @@ impl Engine {
         self.queries.iter().map(|q| q.def.name.as_str())
     }
 
-    /// Offers a batch of `stream` to the queue of every query that reads it.
+    /// Offers a batch of `stream` to every query that reads it: value observers count it,
+    /// the stream's drop point and then each query's drop point decide what is kept, and
+    /// the rest is queued (or rejected as queue-full). Batches are shared, not copied,
+    /// unless a drop point keeps only part of one.
     pub fn ingest(&mut self, stream: usize, batch: Batch) {
         debug_assert!(batch.is_consistent());
         let n = batch.len() as u64;
@@ -174,13 +214,125 @@ impl Engine {
         }
         let s = &mut self.streams[stream];
         s.ingested += n;
-        let batch = Arc::new(batch);
+        for o in &mut s.observers {
+            observe(o, &batch);
+        }
+        let before = s.drop.dropped;
+        let batch = match s.drop.apply(&batch, &mut self.sel) {
+            None => Arc::new(batch),
+            Some(()) => {
+                let mut kept = Batch::new(&s.def.schema.types(), self.sel.len());
+                kept.gather_from(&batch, &self.sel);
+                Arc::new(kept)
+            }
+        };
+        let stream_keep = s.drop.random_keep();
+        let stream_shed = diff(&s.drop.dropped, &before);
+        let types = s.def.schema.types();
         for &qi in &s.readers {
             let q = &mut self.queries[qi];
             q.stats.offered += n;
-            if q.queue.push(batch.clone()) == Admit::Full {
-                q.stats.queue_full += n;
+            add(&mut q.stats.dropped, &stream_shed);
+            if batch.is_empty() {
+                continue;
             }
+            let before = q.drop.dropped;
+            let item = match q.drop.apply(&batch, &mut self.sel) {
+                None => Queued {
+                    batch: batch.clone(),
+                    keep: stream_keep * q.drop.random_keep(),
+                },
+                Some(()) => {
+                    let mut kept = Batch::new(&types, self.sel.len());
+                    kept.gather_from(&batch, &self.sel);
+                    Queued {
+                        batch: Arc::new(kept),
+                        keep: stream_keep * q.drop.random_keep(),
+                    }
+                }
+            };
+            add(&mut q.stats.dropped, &diff(&q.drop.dropped, &before));
+            let len = item.batch.len() as u64;
+            if len > 0 && q.queue.push(item) == Admit::Full {
+                q.stats.dropped[DropReason::QueueFull.index()] += len;
+            }
+        }
+    }
+
+    /// Installs the shedder's decision; it applies from the next `ingest` on.
+    pub fn install(&mut self, rules: &DropRules) {
+        for (s, r) in self.streams.iter_mut().zip(&rules.streams) {
+            s.drop.install(r.clone());
+        }
+        for (q, r) in self.queries.iter_mut().zip(&rules.queries) {
+            q.drop.install(r.clone());
+            if let Some(c) = rules.queue_capacity {
+                q.queue.set_capacity(c);
+            }
+        }
+    }
+
+    /// Starts counting the values of `observer.column` of `stream` at ingest; returns its
+    /// index for `value_counts`.
+    pub fn observe_values(&mut self, stream: usize, observer: ValueObserver) -> usize {
+        let obs = &mut self.streams[stream].observers;
+        obs.push(observer);
+        obs.len() - 1
+    }
+
+    /// The counts of a value observer, to read and then age (`decay_values`).
+    pub fn value_counts(&self, stream: usize, observer: usize) -> &ValueObserver {
+        &self.streams[stream].observers[observer]
+    }
+
+    /// Resets the counts of every value observer (the monitor folds them into its own
+    /// decaying histograms each tick).
+    pub fn reset_value_counts(&mut self) {
+        for s in &mut self.streams {
+            for o in &mut s.observers {
+                o.counts.iter_mut().for_each(|c| *c = 0);
+            }
+        }
+    }
+
+    /// Adds `busy` nanoseconds of processing to `query` (the driver times each turn: on the
+    /// wall clock live, by declared cost simulated).
+    pub fn record_busy(&mut self, query: usize, busy: Nanos) {
+        self.queries[query].stats.busy += busy.max(0) as u64;
+    }
+
+    pub fn query_count(&self) -> usize {
+        self.queries.len()
+    }
+
+    pub fn stream_count(&self) -> usize {
+        self.streams.len()
+    }
+
+    /// The stream query `q` reads.
+    pub fn query_stream(&self, q: usize) -> usize {
+        self.queries[q].stream
+    }
+
+    pub fn query_plan(&self, q: usize) -> &QueryPlan {
+        &self.queries[q].def.plan
+    }
+
+    pub fn query_def(&self, q: usize) -> &QueryDef {
+        &self.queries[q].def
+    }
+
+    /// Queued tuples of query `q`.
+    pub fn queue_depth(&self, q: usize) -> usize {
+        self.queries[q].queue.depth()
+    }
+
+    /// The rule each drop point applies now: streams then queries.
+    pub fn drop_rules(&self) -> DropRules {
+        DropRules {
+            streams: self.streams.iter().map(|s| s.drop.rule().clone()).collect(),
+            queries: self.queries.iter().map(|q| q.drop.rule().clone()).collect(),
+            queue_capacity: None,
         }
     }
 
@@ -205,12 +357,12 @@ impl Engine {
         }));
         let qi = self.scheduler.pick(&self.views, now)?;
         let q = &mut self.queries[qi];
-        let batch = q.queue.pop()?;
-        q.pipeline.process(&batch, &mut q.out);
-        q.stats.processed += batch.len() as u64;
+        let item = q.queue.pop()?;
+        q.pipeline.process(&item.batch, item.keep, &mut q.out);
+        q.stats.processed += item.batch.len() as u64;
         Some(Turn {
             query: qi,
-            tuples: batch.len(),
+            tuples: item.batch.len(),
         })
     }
 
@@ -237,16 +389,18 @@ impl Engine {
             if q.out.is_empty() {
                 continue;
             }
-            for &a in &q.out.arrival {
+            for &a in &q.out.rows.arrival {
                 q.stats.record_latency(now - a);
             }
             q.stats.results += q.out.len() as u64;
+            q.out.approx.pad(q.out.len());
             sink(&Emitted {
                 index,
                 query: &q.def.name,
                 names,
                 types: q.pipeline.output_types(),
-                batch: &q.out,
+                batch: &q.out.rows,
+                approx: (!q.out.approx.is_exact()).then_some(&q.out.approx),
                 emitted_at: now,
             });
             q.out.clear();
@@ -266,7 +420,8 @@ impl Engine {
                     name: q.def.name.clone(),
                     stream: q.def.plan.stream.clone(),
                     offered: q.stats.offered,
-                    queue_full: q.stats.queue_full,
+                    dropped: q.stats.dropped,
+                    busy: q.stats.busy,
                     processed: q.stats.processed,
                     queued: q.queue.depth() as u64,
                     late: q.pipeline.late(),
@@ -290,9 +445,47 @@ impl Engine {
                 .map(|s| StreamSnapshot {
                     name: s.def.name.clone(),
                     ingested: s.ingested,
+                    dropped: s.drop.dropped,
                 })
                 .collect(),
             queries,
         }
+    }
+}
+
+fn mix(seed: u64, i: u64) -> u64 {
+    let mut z = seed ^ i.wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}
+
+fn diff(a: &DropCounts, b: &DropCounts) -> DropCounts {
+    std::array::from_fn(|i| a[i] - b[i])
+}
+
+fn add(a: &mut DropCounts, b: &DropCounts) {
+    for (x, y) in a.iter_mut().zip(b) {
+        *x += y;
+    }
+}
+
+fn observe(o: &mut ValueObserver, batch: &Batch) {
+    let n = o.counts.len() - 2;
+    let mut count = |v: f64| {
+        let x = (v - o.lo) / o.width;
+        let bin = if x.is_nan() || x < 0.0 {
+            0
+        } else if x >= n as f64 {
+            n + 1
+        } else {
+            1 + x as usize
+        };
+        o.counts[bin] += 1;
+    };
+    match &batch.columns[o.column] {
+        Column::Float(v) => v.iter().for_each(|&x| count(x)),
+        Column::Int(v) => v.iter().for_each(|&x| count(x as f64)),
+        _ => {}
     }
 }

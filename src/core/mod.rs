@@ -3,6 +3,7 @@
 //! argument, which is what makes simulated runs reproducible bit for bit.
 
 pub mod batch;
+pub mod drop;
 pub mod engine;
 pub mod explain;
 pub mod expr;

@@ -16,9 +16,17 @@ pub enum Admit {
     Full,
 }
 
+/// A queued batch and the probability with which its tuples survived random drops (what
+/// Horvitz-Thompson scaling divides by; 1 when nothing was dropped at random).
+#[derive(Clone, Debug)]
+pub struct Queued {
+    pub batch: Arc<Batch>,
+    pub keep: f64,
+}
+
 #[derive(Debug)]
 pub struct InputQueue {
-    batches: VecDeque<Arc<Batch>>,
+    batches: VecDeque<Queued>,
     tuples: usize,
     capacity: usize,
 }
@@ -32,19 +40,24 @@ impl InputQueue {
         }
     }
 
-    pub fn push(&mut self, batch: Arc<Batch>) -> Admit {
-        if self.tuples + batch.len() > self.capacity && !self.batches.is_empty() {
+    pub fn push(&mut self, item: Queued) -> Admit {
+        if self.tuples + item.batch.len() > self.capacity && !self.batches.is_empty() {
             return Admit::Full;
         }
-        self.tuples += batch.len();
-        self.batches.push_back(batch);
+        self.tuples += item.batch.len();
+        self.batches.push_back(item);
         Admit::Queued
     }
 
-    pub fn pop(&mut self) -> Option<Arc<Batch>> {
-        let b = self.batches.pop_front()?;
-        self.tuples -= b.len();
-        Some(b)
+    pub fn pop(&mut self) -> Option<Queued> {
+        let q = self.batches.pop_front()?;
+        self.tuples -= q.batch.len();
+        Some(q)
+    }
+
+    /// Changes the bound (tail-drop policies use a small one); queued tuples stay.
+    pub fn set_capacity(&mut self, capacity: usize) {
+        self.capacity = capacity.max(1);
     }
 
     /// Queued tuples.
@@ -60,6 +73,6 @@ impl InputQueue {
     pub fn oldest_arrival(&self) -> Option<Nanos> {
         self.batches
             .front()
-            .and_then(|b| b.arrival.first().copied())
+            .and_then(|q| q.batch.arrival.first().copied())
     }
 }

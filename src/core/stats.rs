@@ -2,11 +2,12 @@
 //! fields (no locks, no metrics calls on the hot path) and read through `EngineSnapshot`.
 //!
 //! Invariant (the conservation ledger): for each query,
-//! `offered == processed + queued + queue_full`, and `ingested` of a stream equals the
-//! `offered` of each query that reads it.
+//! `offered == processed + queued + dropped (every reason, queue-full included)`, and
+//! `ingested` of a stream equals the `offered` of each query that reads it.
 
 use hdrhistogram::Histogram;
 
+use super::drop::{DropCounts, DropReason};
 use super::schema::Nanos;
 
 /// Latency histogram in nanoseconds: 1 µs .. 1 h at 3 significant digits.
@@ -18,8 +19,11 @@ pub fn latency_histogram() -> Histogram<u64> {
 pub struct QueryStats {
     /// Tuples offered to the query's input queue.
     pub offered: u64,
-    /// Tuples rejected because the input queue was full.
-    pub queue_full: u64,
+    /// Tuples dropped before reaching the pipeline, by reason: shed at the stream's or the
+    /// query's drop point, or rejected by a full input queue.
+    pub dropped: DropCounts,
+    /// Nanoseconds spent processing (measured live, declared cost simulated).
+    pub busy: u64,
     /// Tuples the pipeline has consumed.
     pub processed: u64,
     /// Result rows emitted.
@@ -34,7 +38,8 @@ impl Default for QueryStats {
     fn default() -> QueryStats {
         QueryStats {
             offered: 0,
-            queue_full: 0,
+            dropped: [0; 4],
+            busy: 0,
             processed: 0,
             results: 0,
             latency: latency_histogram(),
@@ -57,7 +62,10 @@ pub struct QuerySnapshot {
     pub name: String,
     pub stream: String,
     pub offered: u64,
-    pub queue_full: u64,
+    /// By `DropReason::index`.
+    pub dropped: DropCounts,
+    /// Processing time so far (ns).
+    pub busy: u64,
     pub processed: u64,
     pub queued: u64,
     pub late: u64,
@@ -73,7 +81,16 @@ pub struct QuerySnapshot {
 impl QuerySnapshot {
     /// Whether the conservation ledger balances for this query.
     pub fn balances(&self) -> bool {
-        self.offered == self.processed + self.queued + self.queue_full
+        self.offered == self.processed + self.queued + self.dropped.iter().sum::<u64>()
+    }
+
+    /// Tuples shed by drop points (every reason but queue-full).
+    pub fn shed(&self) -> u64 {
+        self.dropped.iter().sum::<u64>() - self.queue_full()
+    }
+
+    pub fn queue_full(&self) -> u64 {
+        self.dropped[DropReason::QueueFull.index()]
     }
 }
 
@@ -81,6 +98,8 @@ impl QuerySnapshot {
 pub struct StreamSnapshot {
     pub name: String,
     pub ingested: u64,
+    /// Shed at the stream's drop point, by reason.
+    pub dropped: DropCounts,
 }
 
 #[derive(Clone, Debug, PartialEq)]

@@ -34,6 +34,7 @@ pub fn engine_for(w: &Workload) -> Result<Engine, EngineError> {
         EngineConfig {
             queue_capacity: w.engine.queue_capacity,
             scheduler: w.engine.scheduler,
+            seed: w.seed,
         },
     )
 }

@@ -125,6 +125,7 @@ mod tests {
             names: &names,
             types: &types,
             batch: &b,
+            approx: None,
             emitted_at: 3_500_000,
         };
         let mut out = Vec::new();

@@ -78,11 +78,12 @@ pub fn summary(snap: &EngineSnapshot, name: &str, elapsed: Nanos) -> String {
         );
         let _ = writeln!(
             s,
-            "    ledger: offered {} = processed {} + queued {} + queue-full {} -> {}; late (in processed) {}",
+            "    ledger: offered {} = processed {} + queued {} + shed {} + queue-full {} -> {}; late (in processed) {}",
             q.offered,
             q.processed,
             q.queued,
-            q.queue_full,
+            q.shed(),
+            q.queue_full(),
             if q.balances() { "balanced" } else { "VIOLATED" },
             q.late,
         );

@@ -3,8 +3,10 @@
 //! result batches whose `arrival` is the arrival of the tuple that made each row due.
 
 mod accumulators;
+mod approx;
 mod window;
 
+pub use approx::{ColumnApprox, Output, ResultApprox};
 pub use window::WindowAggregate;
 
 use super::batch::Batch;
@@ -63,9 +65,12 @@ impl Pipeline {
         &self.out_types
     }
 
-    /// A fresh, empty batch of this pipeline's result type.
-    pub fn new_output(&self) -> Batch {
-        Batch::new(&self.out_types, 0)
+    /// A fresh, empty result buffer of this pipeline's result type.
+    pub fn new_output(&self) -> Output {
+        Output {
+            rows: Batch::new(&self.out_types, 0),
+            approx: ResultApprox::default(),
+        }
     }
 
     /// Tuples dropped as late by a window operator.
@@ -81,8 +86,9 @@ impl Pipeline {
         matches!(self.body, Body::Aggregate { .. })
     }
 
-    /// Runs one input batch; results are appended to `out`.
-    pub fn process(&mut self, input: &Batch, out: &mut Batch) {
+    /// Runs one input batch whose tuples each survived random shedding with probability
+    /// `keep`; results are appended to `out`.
+    pub fn process(&mut self, input: &Batch, keep: f64, out: &mut Output) {
         let input = match &self.filter {
             None => input,
             Some(f) => {
@@ -101,10 +107,12 @@ impl Pipeline {
         }
         match &mut self.body {
             Body::Project(exprs) => {
-                for (e, col) in exprs.iter().zip(out.columns.iter_mut()) {
+                let before = out.rows.len();
+                for (e, col) in exprs.iter().zip(out.rows.columns.iter_mut()) {
                     e.eval_into(input, col);
                 }
-                out.arrival.extend_from_slice(&input.arrival);
+                out.rows.arrival.extend_from_slice(&input.arrival);
+                out.approx.push_uniform(before, input.len(), keep);
             }
             Body::Aggregate { op, groups, .. } => {
                 op.process(input, groups);
@@ -114,7 +122,7 @@ impl Pipeline {
     }
 
     /// Closes arrival-time windows ending by `bound`.
-    pub fn on_tick(&mut self, bound: Nanos, out: &mut Batch) {
+    pub fn on_tick(&mut self, bound: Nanos, out: &mut Output) {
         if let Body::Aggregate { op, groups, .. } = &mut self.body {
             op.on_tick(bound, groups);
             self.finish_groups(out);
@@ -122,7 +130,7 @@ impl Pipeline {
     }
 
     /// Emits all remaining state (end of input).
-    pub fn flush(&mut self, now: Nanos, out: &mut Batch) {
+    pub fn flush(&mut self, now: Nanos, out: &mut Output) {
         if let Body::Aggregate { op, groups, .. } = &mut self.body {
             op.flush(now, groups);
             self.finish_groups(out);
@@ -130,7 +138,7 @@ impl Pipeline {
     }
 
     /// Applies HAVING and the SELECT list to the group rows the operator closed.
-    fn finish_groups(&mut self, out: &mut Batch) {
+    fn finish_groups(&mut self, out: &mut Output) {
         let Body::Aggregate {
             having,
             project,
@@ -153,10 +161,10 @@ impl Pipeline {
                 kept
             }
         };
-        for (e, col) in project.iter().zip(out.columns.iter_mut()) {
+        for (e, col) in project.iter().zip(out.rows.columns.iter_mut()) {
             e.eval_into(rows, col);
         }
-        out.arrival.extend_from_slice(&rows.arrival);
+        out.rows.arrival.extend_from_slice(&rows.arrival);
         groups.clear();
     }
 
