@@ -39,11 +39,13 @@ fn run(w: &spec::Workload) -> (Vec<String>, spillway::core::stats::EngineSnapsho
         w,
         engine(w),
         &settings,
+        None,
         |e| {
             for i in 0..e.batch.len() {
                 rows.push(format!("{} {:?}", e.query, e.batch.row(i, e.types)));
             }
         },
+        |_| {},
         |_, _| {},
     );
     (rows, report.snapshot)

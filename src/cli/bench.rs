@@ -89,7 +89,14 @@ pub fn bench(args: BenchArgs) -> Result<ExitCode, Failure> {
         quiet: true,
         stop: Arc::new(AtomicBool::new(false)),
     };
-    let r = run_live(&w, engine, &mut [], &[None], &opts)?;
+    let r = run_live(
+        &w,
+        engine,
+        crate::spec::Policy::none(),
+        &mut [],
+        &[None],
+        &opts,
+    )?;
     report(
         "(c) live end to end, generator unlimited, query (b)",
         args.tuples,

@@ -2,6 +2,7 @@
 //! only here; bad input exits with code 2, other failures with 1.
 
 mod bench;
+mod calibrate;
 mod check;
 mod run;
 
@@ -26,6 +27,9 @@ enum Command {
     Check(check::CheckArgs),
     /// Measure engine throughput (tuples/s) on pre-generated batches and end to end.
     Bench(bench::BenchArgs),
+    /// Measure each query's cost per tuple on this machine, printed as `cost:` settings
+    /// for simulated mode.
+    Calibrate(calibrate::CalibrateArgs),
 }
 
 /// A failed command: bad input (exit 2) or an operational failure (exit 1).
@@ -58,6 +62,7 @@ pub fn main() -> ExitCode {
         Command::Run(a) => run::run(a),
         Command::Check(a) => check::check(a),
         Command::Bench(a) => bench::bench(a),
+        Command::Calibrate(a) => calibrate::calibrate(a),
     };
     match result {
         Ok(code) => code,

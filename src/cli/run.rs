@@ -1,7 +1,7 @@
 //! `spillway run`: runs a workload live or simulated, results on stdout (or files),
 //! status lines and the summary on stderr.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
@@ -11,10 +11,11 @@ use clap::Args;
 use super::{Failure, load_workload};
 use crate::runtime::assemble::{Sinks, engine_for, sinks_for};
 use crate::runtime::clock::WallClock;
+use crate::runtime::control::Controller;
 use crate::runtime::live::{LiveOptions, run_live};
 use crate::runtime::simulated::{SimSettings, run_simulated};
 use crate::runtime::status;
-use crate::spec::{Mode, Workload, parse_duration};
+use crate::spec::{Mode, Policy, Workload, load_policy, parse_duration};
 
 #[derive(Args, Debug)]
 pub struct RunArgs {
@@ -32,16 +33,41 @@ pub struct RunArgs {
     /// Run on virtual time with the declared per-query costs, whatever engine.mode says.
     #[arg(long)]
     pub simulated: bool,
+    /// Load-shedding policy file, instead of the workload's `policy`.
+    #[arg(long, value_name = "FILE")]
+    pub policy: Option<PathBuf>,
+}
+
+/// The policy a run uses: `--policy`, else the workload's `policy` (a path as written, or
+/// relative to the workload file's directory), else `none`.
+pub fn resolve_policy(
+    workload_path: &Path,
+    w: &Workload,
+    flag: Option<&Path>,
+) -> Result<Policy, Failure> {
+    let path = match (flag, &w.policy) {
+        (Some(p), _) => p.to_path_buf(),
+        (None, Some(p)) => {
+            let p = PathBuf::from(p);
+            match workload_path.parent() {
+                Some(dir) if !p.exists() && dir.join(&p).exists() => dir.join(&p),
+                _ => p,
+            }
+        }
+        (None, None) => return Ok(Policy::none()),
+    };
+    load_policy(&path).map_err(|e| Failure::BadInput(e.to_string()))
 }
 
 pub fn run(args: RunArgs) -> Result<ExitCode, Failure> {
     let w = load_workload(&args.workload)?;
     let engine = engine_for(&w).map_err(|e| Failure::BadInput(e.to_string()))?;
+    let policy = resolve_policy(&args.workload, &w, args.policy.as_deref())?;
     if args.simulated || w.engine.mode == Mode::Simulated {
         let settings = SimSettings::from_workload(&w, args.duration)
             .map_err(|e| Failure::BadInput(format!("{}: {e}", args.workload.display())))?;
         let sinks = sinks_for(&w, args.out.as_deref())?;
-        return simulated(&w, engine, &settings, sinks, args.quiet);
+        return simulated(&w, engine, policy, &settings, sinks, args.quiet);
     }
     let mut sinks = sinks_for(&w, args.out.as_deref())?;
     let opts = LiveOptions {
@@ -51,21 +77,28 @@ pub fn run(args: RunArgs) -> Result<ExitCode, Failure> {
     };
     if !args.quiet {
         eprintln!(
-            "spillway: running `{}` live ({} stream(s), {} query(ies)){}",
+            "spillway: running `{}` live ({} stream(s), {} query(ies), policy {}){}",
             w.name,
             w.streams.len(),
             w.queries.len(),
+            policy.name,
             args.duration
                 .or(w.duration)
                 .map(|d| format!(" for {:.1} s; Ctrl-C stops early", d as f64 / 1e9))
                 .unwrap_or_else(|| "; Ctrl-C stops".into())
         );
     }
-    let report = run_live(&w, engine, &mut sinks.sinks, &sinks.route, &opts)?;
+    let report = run_live(&w, engine, policy, &mut sinks.sinks, &sinks.route, &opts)?;
     eprint!(
         "{}",
         status::summary(&report.snapshot, &w.name, report.elapsed)
     );
+    if report.violations > 0 {
+        eprintln!(
+            "  conservation ledger violated at {} ticks",
+            report.violations
+        );
+    }
     for f in &sinks.files {
         eprintln!("  results written to {}", f.display());
     }
@@ -78,26 +111,31 @@ pub fn run(args: RunArgs) -> Result<ExitCode, Failure> {
 
 fn simulated(
     w: &Workload,
-    engine: crate::core::engine::Engine,
+    mut engine: crate::core::engine::Engine,
+    policy: Policy,
     settings: &SimSettings,
     mut sinks: Sinks,
     quiet: bool,
 ) -> Result<ExitCode, Failure> {
     if !quiet {
         eprintln!(
-            "spillway: running `{}` simulated for {:.1} s of virtual time on {} core(s)",
+            "spillway: running `{}` simulated for {:.1} s of virtual time on {} core(s), policy {}",
             w.name,
             settings.duration as f64 / 1e9,
-            settings.cores
+            settings.cores,
+            policy.name
         );
     }
+    let shedding_policy = !matches!(policy.params.kind, crate::shed::ShedKind::None);
+    let mut controller = Controller::new(w, &mut engine, policy, settings.cores, w.engine.tick, 0);
     let clock = WallClock::start();
-    let mut prev: Option<crate::core::stats::EngineSnapshot> = None;
     let mut failed = vec![false; sinks.sinks.len()];
+    let mut next_status = 1_000_000_000;
     let report = run_simulated(
         w,
         engine,
         settings,
+        Some(&mut controller),
         |e| {
             if let Some(si) = sinks.route[e.index]
                 && !failed[si]
@@ -106,13 +144,15 @@ fn simulated(
                 failed[si] = true;
             }
         },
-        |snap, at| {
-            if !quiet {
-                let base = prev.take().unwrap_or_else(|| zeroed(snap));
-                eprint!("{}", status::status_lines(&base, snap, at, 1_000_000_000));
+        |r| {
+            if r.qos.at >= next_status {
+                if !quiet {
+                    eprint!("{}", status::status_lines(r, r.qos.at, shedding_policy));
+                }
+                next_status += 1_000_000_000;
             }
-            prev = Some(snap.clone());
         },
+        |_, _| {},
     );
     for s in sinks.sinks.iter_mut() {
         let _ = s.flush();
@@ -129,18 +169,14 @@ fn simulated(
         wall as f64 / 1e9,
         status::rate(tuples as f64 / (wall as f64 / 1e9).max(1e-9))
     );
+    if controller.violations() > 0 {
+        eprintln!(
+            "  conservation ledger violated at {} ticks",
+            controller.violations()
+        );
+    }
     for f in &sinks.files {
         eprintln!("  results written to {}", f.display());
     }
     Ok(ExitCode::SUCCESS)
-}
-
-/// A snapshot with every counter at zero, the baseline of the first status line.
-fn zeroed(s: &crate::core::stats::EngineSnapshot) -> crate::core::stats::EngineSnapshot {
-    let mut z = s.clone();
-    for q in &mut z.queries {
-        q.processed = 0;
-        q.results = 0;
-    }
-    z
 }

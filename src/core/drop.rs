@@ -104,8 +104,15 @@ pub struct DropPoint {
     rule: DropRule,
     rng: SmallRng,
     seed: u64,
-    /// Keep fraction of each window at its opening (window-aware rule).
+    /// The window rule whose decisions still bind: the installed one, or the last one
+    /// while windows it thinned are open (dropping their groups must go on after the rule
+    /// is lifted, or those groups would be emitted inexact).
+    window: Option<WindowRule>,
+    /// Keep fraction of each window at its opening under `window`.
     opened: BTreeMap<i64, f64>,
+    /// The window of the first tuple seen under `window`: it and earlier windows may hold
+    /// tuples admitted before the rule, so they are kept whole.
+    first_window: Option<i64>,
     pub dropped: DropCounts,
 }
 
@@ -126,7 +133,9 @@ impl DropPoint {
             rule: DropRule::KeepAll,
             rng: SmallRng::seed_from_u64(seed),
             seed,
+            window: None,
             opened: BTreeMap::new(),
+            first_window: None,
             dropped: [0; 4],
         }
     }
@@ -136,7 +145,87 @@ impl DropPoint {
     }
 
     pub fn install(&mut self, rule: DropRule) {
+        if let DropRule::Window(w) = &rule {
+            if self.window.is_none() {
+                self.opened.clear();
+                self.first_window = None;
+            }
+            self.window = Some(w.clone());
+        }
         self.rule = rule;
+    }
+
+    /// Whether window decisions made earlier still bind some open window.
+    fn window_binding(&self) -> bool {
+        self.window.is_some() && self.opened.values().any(|&k| k < 1.0)
+    }
+
+    /// The window-aware decision for row `i`: keep iff its (key, window) group was drawn
+    /// with the keep fraction in force when that window opened.
+    fn window_keeps(&mut self, batch: &Batch, i: usize, keep_now: f64) -> bool {
+        let Some(w) = &self.window else {
+            return true;
+        };
+        let t = match w.time_column.map(|c| &batch.columns[c]) {
+            Some(Column::Int(v)) => v[i],
+            Some(_) => return true,
+            None => batch.arrival[i],
+        };
+        let size = w.window.size.max(1);
+        let start = t.div_euclid(size) * size;
+        let first = *self.first_window.get_or_insert(start);
+        let keep = if start <= first {
+            1.0
+        } else {
+            *self.opened.entry(start).or_insert(keep_now)
+        };
+        if keep >= 1.0 {
+            return true;
+        }
+        let mut h = FxHasher::default();
+        (self.seed, start).hash(&mut h);
+        for &c in &w.key_columns {
+            match &batch.columns[c] {
+                Column::Int(v) => v[i].hash(&mut h),
+                Column::Float(v) => v[i].to_bits().hash(&mut h),
+                Column::Str(v) => v[i].hash(&mut h),
+                Column::Bool(v) => v[i].hash(&mut h),
+            }
+        }
+        // FxHash's low bits are weak; mix before comparing.
+        let x = h
+            .finish()
+            .wrapping_mul(0x9E37_79B9_7F4A_7C15)
+            .rotate_left(29);
+        x < threshold(keep)
+    }
+
+    /// Forgets windows that ended well before the newest time in `batch`, and the window
+    /// rule itself once no decision of it binds any more.
+    fn prune_windows(&mut self, batch: &Batch) {
+        let Some(w) = &self.window else { return };
+        let times: &[i64] = match w.time_column.map(|c| &batch.columns[c]) {
+            Some(Column::Int(v)) => v,
+            Some(_) => return,
+            None => &batch.arrival,
+        };
+        let size = w.window.size.max(1);
+        if let Some(&last) = times.iter().max() {
+            // A generous margin for late tuples.
+            let horizon = last - 4 * size;
+            while self
+                .opened
+                .first_key_value()
+                .is_some_and(|(&s, _)| s < horizon)
+            {
+                self.opened.pop_first();
+            }
+        }
+        if !matches!(self.rule, DropRule::Window(_)) && !self.window_binding() {
+            self.window = None;
+            self.opened.clear();
+            self.first_window = None;
+        }
     }
 
     /// The random keep probability this point applies (1 for other rules): what
@@ -153,86 +242,71 @@ impl DropPoint {
     pub fn apply(&mut self, batch: &Batch, sel: &mut Vec<u32>) -> Option<()> {
         sel.clear();
         let n = batch.len();
-        match &self.rule {
-            DropRule::KeepAll => return None,
-            DropRule::Random { keep } => {
-                if *keep >= 1.0 {
-                    return None;
-                }
-                let t = threshold(*keep);
+        let binding = self.window_binding() && !matches!(self.rule, DropRule::Window(_));
+        let rule = std::mem::take(&mut self.rule);
+        let fast = !binding
+            && match &rule {
+                DropRule::KeepAll => true,
+                DropRule::Random { keep } => *keep >= 1.0,
+                _ => false,
+            };
+        match &rule {
+            _ if fast => {}
+            DropRule::KeepAll | DropRule::Random { .. } => {
+                let t = threshold(self.random_keep_of(&rule));
                 for i in 0..n {
-                    if self.rng.next_u64() < t {
+                    if binding && !self.window_keeps(batch, i, 1.0) {
+                        self.dropped[DropReason::ShedWindow.index()] += 1;
+                    } else if t == u64::MAX || self.rng.next_u64() < t {
                         sel.push(i as u32);
+                    } else {
+                        self.dropped[DropReason::ShedRandom.index()] += 1;
                     }
                 }
-                self.dropped[DropReason::ShedRandom.index()] += (n - sel.len()) as u64;
             }
             DropRule::Semantic(bins) => {
-                let Column::Float(vals) = &batch.columns[bins.column] else {
-                    let Column::Int(vals) = &batch.columns[bins.column] else {
-                        return None;
+                for i in 0..n {
+                    let v = match &batch.columns[bins.column] {
+                        Column::Float(v) => v[i],
+                        Column::Int(v) => v[i] as f64,
+                        _ => f64::NAN,
                     };
-                    for (i, &v) in vals.iter().enumerate() {
-                        let k = bins.keep[bins.bin(v as f64)];
-                        if k >= 1.0 || (k > 0.0 && self.rng.next_u64() < threshold(k)) {
-                            sel.push(i as u32);
-                        }
-                    }
-                    self.dropped[DropReason::ShedSemantic.index()] += (n - sel.len()) as u64;
-                    return (sel.len() < n).then_some(());
-                };
-                for (i, &v) in vals.iter().enumerate() {
                     let k = bins.keep[bins.bin(v)];
-                    if k >= 1.0 || (k > 0.0 && self.rng.next_u64() < threshold(k)) {
+                    if binding && !self.window_keeps(batch, i, 1.0) {
+                        self.dropped[DropReason::ShedWindow.index()] += 1;
+                    } else if k >= 1.0 || (k > 0.0 && self.rng.next_u64() < threshold(k)) {
                         sel.push(i as u32);
+                    } else {
+                        self.dropped[DropReason::ShedSemantic.index()] += 1;
                     }
                 }
-                self.dropped[DropReason::ShedSemantic.index()] += (n - sel.len()) as u64;
             }
             DropRule::Window(w) => {
-                let times: &[i64] = match w.time_column.map(|c| &batch.columns[c]) {
-                    Some(Column::Int(v)) => v,
-                    Some(_) => return None,
-                    None => &batch.arrival,
-                };
-                let size = w.window.size.max(1);
-                for (i, &t) in times.iter().enumerate() {
-                    let start = t.div_euclid(size) * size;
-                    let keep = *self.opened.entry(start).or_insert(w.keep);
-                    let mut h = FxHasher::default();
-                    (self.seed, start).hash(&mut h);
-                    for &c in &w.key_columns {
-                        match &batch.columns[c] {
-                            Column::Int(v) => v[i].hash(&mut h),
-                            Column::Float(v) => v[i].to_bits().hash(&mut h),
-                            Column::Str(v) => v[i].hash(&mut h),
-                            Column::Bool(v) => v[i].hash(&mut h),
-                        }
-                    }
-                    // FxHash's low bits are weak; mix before comparing.
-                    let x = h
-                        .finish()
-                        .wrapping_mul(0x9E37_79B9_7F4A_7C15)
-                        .rotate_left(29);
-                    if x < threshold(keep) {
+                for i in 0..n {
+                    if self.window_keeps(batch, i, w.keep) {
                         sel.push(i as u32);
+                    } else {
+                        self.dropped[DropReason::ShedWindow.index()] += 1;
                     }
                 }
-                // Forget windows long closed (keep a generous margin for late tuples).
-                if let Some(&last) = times.iter().max() {
-                    let horizon = last - 4 * size;
-                    while self
-                        .opened
-                        .first_key_value()
-                        .is_some_and(|(&s, _)| s < horizon)
-                    {
-                        self.opened.pop_first();
-                    }
-                }
-                self.dropped[DropReason::ShedWindow.index()] += (n - sel.len()) as u64;
             }
         }
-        (sel.len() < n).then_some(())
+        self.rule = rule;
+        if self.window.is_some() {
+            self.prune_windows(batch);
+        }
+        if fast || sel.len() == n {
+            sel.clear();
+            return None;
+        }
+        Some(())
+    }
+
+    fn random_keep_of(&self, rule: &DropRule) -> f64 {
+        match rule {
+            DropRule::Random { keep } => keep.clamp(0.0, 1.0),
+            _ => 1.0,
+        }
     }
 }
 

@@ -322,6 +322,22 @@ impl Engine {
         &self.queries[q].def
     }
 
+    /// Result latencies of query `q` since `reset_tick_latency`.
+    pub fn tick_latency(&self, q: usize) -> &hdrhistogram::Histogram<u64> {
+        &self.queries[q].stats.latency_tick
+    }
+
+    pub fn reset_tick_latency(&mut self) {
+        for q in &mut self.queries {
+            q.stats.latency_tick.reset();
+        }
+    }
+
+    /// Arrival time of the oldest tuple waiting in query `q`'s input queue.
+    pub fn oldest_queued(&self, q: usize) -> Option<Nanos> {
+        self.queries[q].queue.oldest_arrival()
+    }
+
     /// Queued tuples of query `q`.
     pub fn queue_depth(&self, q: usize) -> usize {
         self.queries[q].queue.depth()

@@ -32,6 +32,9 @@ pub struct QueryStats {
     pub latency: Histogram<u64>,
     /// Result latency since the last interval reset (the status line's window).
     pub latency_interval: Histogram<u64>,
+    /// Result latency since the last control tick (the QoS monitor's sliding window is a
+    /// ring of these).
+    pub latency_tick: Histogram<u64>,
 }
 
 impl Default for QueryStats {
@@ -44,6 +47,7 @@ impl Default for QueryStats {
             results: 0,
             latency: latency_histogram(),
             latency_interval: latency_histogram(),
+            latency_tick: latency_histogram(),
         }
     }
 }
@@ -53,6 +57,7 @@ impl QueryStats {
         let v = latency.max(1_000) as u64;
         self.latency.saturating_record(v);
         self.latency_interval.saturating_record(v);
+        self.latency_tick.saturating_record(v);
     }
 }
 

@@ -1,1 +1,18 @@
-//! QoS measurement helpers and the load model (being written).
+//! QoS measurement and the load model: EWMA smoothing, latency percentiles over the last N
+//! ticks, value histograms for semantic shedding, utility of delivered results, and Aurora's
+//! load coefficients. Everything here is arithmetic on numbers the runtime passes in: no
+//! I/O, no clock, and the per-tuple calls (`record`, `bin_of`) never allocate.
+
+mod ewma;
+mod load;
+mod load_graph;
+mod sliding;
+mod utility;
+mod value_hist;
+
+pub use ewma::Ewma;
+pub use load::{LoadReport, QueryLoad, StreamLoad, engine_load, stream_coefficients};
+pub use load_graph::{ArcId, LoadGraph, LoadGraphError, OpId};
+pub use sliding::SlidingHistogram;
+pub use utility::{loss_between, loss_slope, loss_utility};
+pub use value_hist::{Binning, ValueHistogram};

@@ -10,6 +10,7 @@ use std::time::Duration;
 use crossbeam_channel::{Receiver, RecvTimeoutError, Sender, TrySendError};
 
 use super::clock::WallClock;
+use super::control::Controller;
 use super::sink::Sink;
 use super::status;
 use crate::core::batch::Batch;
@@ -32,6 +33,8 @@ pub struct RunReport {
     pub snapshot: EngineSnapshot,
     pub elapsed: Nanos,
     pub interrupted: bool,
+    /// Control ticks whose conservation ledger did not balance (0 unless there is a bug).
+    pub violations: u64,
 }
 
 type Message = (usize, Batch);
@@ -44,11 +47,22 @@ const STATUS_EVERY: Nanos = 1_000_000_000;
 pub fn run_live(
     workload: &Workload,
     mut engine: Engine,
+    policy: crate::spec::Policy,
     sinks: &mut [Box<dyn Sink>],
     route: &[Option<usize>],
     opts: &LiveOptions,
 ) -> anyhow::Result<RunReport> {
     let clock = WallClock::start();
+    let shedding_policy = !matches!(policy.params.kind, crate::shed::ShedKind::None);
+    // Live capacity: one engine thread.
+    let mut controller = Controller::new(
+        workload,
+        &mut engine,
+        policy,
+        1.0,
+        workload.engine.tick,
+        clock.now(),
+    );
     let batch_size = workload.engine.batch_size.max(1);
     let tick = workload.engine.tick.max(1_000_000);
     let duration = opts.duration.or(workload.duration);
@@ -86,9 +100,7 @@ pub fn run_live(
     }
     drop(tx);
 
-    let mut prev = engine.snapshot(true);
     let mut next_status = STATUS_EVERY;
-    let mut last_status = 0;
     let mut next_tick = tick;
     let mut interrupted = false;
     let mut out = Outputs {
@@ -110,8 +122,12 @@ pub fn run_live(
         }
         disconnected |= drain(&rx, &mut engine);
         if engine.has_work() {
-            engine.run_turn(clock.now());
-            out.emit(&mut engine, clock.now());
+            let start = clock.now();
+            if let Some(turn) = engine.run_turn(start) {
+                let end = clock.now();
+                engine.record_busy(turn.query, end - start);
+                out.emit(&mut engine, end);
+            }
         } else if disconnected {
             break;
         } else {
@@ -124,20 +140,15 @@ pub fn run_live(
         if since >= next_tick {
             engine.tick(clock.now());
             out.emit(&mut engine, clock.now());
+            let report = controller.tick(&mut engine, clock.now(), workload);
             next_tick = since + tick;
-        }
-        if since >= next_status {
-            let cur = engine.snapshot(true);
-            if !opts.quiet {
-                eprint!(
-                    "{}",
-                    status::status_lines(&prev, &cur, since, since - last_status)
-                );
+            if since >= next_status {
+                if !opts.quiet {
+                    eprint!("{}", status::status_lines(&report, since, shedding_policy));
+                }
+                out.flush();
+                next_status = since + STATUS_EVERY;
             }
-            out.flush();
-            prev = cur;
-            last_status = since;
-            next_status = since + STATUS_EVERY;
         }
     }
     engine.flush(clock.now());
@@ -148,6 +159,7 @@ pub fn run_live(
         snapshot: engine.snapshot(false),
         elapsed: clock.since_start(),
         interrupted,
+        violations: controller.violations(),
     })
 }
 

@@ -6,8 +6,10 @@
 pub mod assemble;
 #[cfg(feature = "shell")]
 pub mod clock;
+pub mod control;
 #[cfg(feature = "shell")]
 pub mod live;
+pub mod monitor;
 pub mod simulated;
 #[cfg(feature = "shell")]
 pub mod sink;

@@ -12,6 +12,7 @@ use crate::core::engine::{Emitted, Engine};
 use crate::core::schema::Nanos;
 use crate::core::stats::EngineSnapshot;
 use crate::generator::StreamGenerator;
+use crate::runtime::control::{ControlReport, Controller};
 use crate::spec::Workload;
 
 /// Virtual time granularity of sources.
@@ -28,6 +29,9 @@ pub struct SimSettings {
     pub costs: Vec<Nanos>,
     /// Processing capacity as a number of cores.
     pub cores: f64,
+    /// True cost = declared cost x this (1 normally). Tests set it to make the declared
+    /// costs, which a controller may use as its model, wrong on purpose.
+    pub cost_scale: f64,
 }
 
 impl SimSettings {
@@ -63,6 +67,7 @@ impl SimSettings {
             duration,
             costs,
             cores: w.engine.cores,
+            cost_scale: 1.0,
         })
     }
 }
@@ -80,13 +85,16 @@ struct Source {
     sent: u64,
 }
 
-/// Runs `w` on virtual time. `on_emit` receives every result batch; `on_status` a
-/// snapshot (interval histograms reset) every virtual second.
+/// Runs `w` on virtual time. `on_emit` receives every result batch; `controller` runs
+/// every engine tick and `on_tick` sees its report; `on_status` gets an engine snapshot
+/// (interval histograms reset) every virtual second.
 pub fn run_simulated(
     w: &Workload,
     mut engine: Engine,
     settings: &SimSettings,
+    mut controller: Option<&mut Controller>,
     mut on_emit: impl FnMut(&Emitted<'_>),
+    mut on_tick: impl FnMut(&ControlReport),
     mut on_status: impl FnMut(&EngineSnapshot, Nanos),
 ) -> SimReport {
     let batch_size = w.engine.batch_size.max(1);
@@ -130,8 +138,10 @@ pub fn run_simulated(
             generated_to = to;
         }
         if let Some(turn) = engine.run_turn(now) {
-            let cost = settings.costs[turn.query] as f64 * turn.tuples as f64 / cores;
-            now += cost.round().max(1.0) as Nanos;
+            let cost = settings.costs[turn.query] as f64 * settings.cost_scale;
+            let busy = (cost * turn.tuples as f64).round() as Nanos;
+            engine.record_busy(turn.query, busy);
+            now += ((busy as f64 / cores).round() as Nanos).max(1);
             engine.emit(now, &mut on_emit);
         } else if generated_to < settings.duration {
             now = now.max(generated_to + SLICE);
@@ -141,6 +151,9 @@ pub fn run_simulated(
         while now >= next_tick {
             engine.tick(next_tick.min(now));
             engine.emit(now, &mut on_emit);
+            if let Some(c) = controller.as_deref_mut() {
+                on_tick(&c.tick(&mut engine, next_tick, w));
+            }
             next_tick += w.engine.tick;
         }
         while now >= next_status {

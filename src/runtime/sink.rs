@@ -1,6 +1,8 @@
 //! Result sinks: JSON lines to stdout or to a file per query. Each row carries the query
 //! name and its latency; field names are escaped once, values written without building
-//! intermediate strings.
+//! intermediate strings. A row computed from input that lost tuples to random shedding
+//! also carries its keep fraction and, per qualified column, a 95% interval or the side
+//! of the exact answer its value bounds; exact rows carry no extra field.
 
 use std::fs::File;
 use std::io::{self, BufWriter, Write};
@@ -9,6 +11,7 @@ use std::time::{Duration, UNIX_EPOCH};
 
 use crate::core::batch::Column;
 use crate::core::engine::Emitted;
+use crate::core::operators::{ColumnApprox, ResultApprox};
 use crate::core::schema::DataType;
 
 /// Where a query's results go. Trait object: the one place users plug in.
@@ -17,7 +20,9 @@ pub trait Sink: Send {
     fn flush(&mut self) -> io::Result<()>;
 }
 
-/// JSON lines: `{"query":"q","latency_ms":0.42,"col":value,...}` per result row.
+/// JSON lines: `{"query":"q","latency_ms":0.42,"col":value,...}` per result row. An
+/// approximate row appends `"keep":0.5`, then `"col_ci95":[lo,hi]` for each scaled
+/// aggregate and `"col_bound":"lower"` (MAX) or `"upper"` (MIN) for each observed one.
 pub struct JsonLines<W: Write + Send> {
     out: BufWriter<W>,
 }
@@ -68,6 +73,20 @@ pub fn write_rows(w: &mut impl Write, r: &Emitted<'_>) -> io::Result<()> {
         .iter()
         .map(|n| serde_json::to_string(n).unwrap_or_else(|_| "\"?\"".into()))
         .collect();
+    // Field names of the side-car, escaped once per call, only when some row needs them.
+    let approx_names: Vec<(String, String)> = match r.approx {
+        Some(_) => r
+            .names
+            .iter()
+            .map(|n| {
+                (
+                    json_name(&format!("{n}_ci95")),
+                    json_name(&format!("{n}_bound")),
+                )
+            })
+            .collect(),
+        None => Vec::new(),
+    };
     for row in 0..r.batch.len() {
         let latency_ms = (r.emitted_at - r.batch.arrival[row]) as f64 / 1e6;
         write!(w, "{{\"query\":{query},\"latency_ms\":{latency_ms:.3}")?;
@@ -75,9 +94,67 @@ pub fn write_rows(w: &mut impl Write, r: &Emitted<'_>) -> io::Result<()> {
             write!(w, ",{name}:")?;
             write_value(w, col, row, *ty)?;
         }
+        if let Some(a) = r.approx {
+            write_approx(w, a, row, &approx_names)?;
+        }
         w.write_all(b"}\n")?;
     }
     Ok(())
+}
+
+fn json_name(n: &str) -> String {
+    serde_json::to_string(n).unwrap_or_else(|_| "\"?\"".into())
+}
+
+/// Appends the side-car fields of `row` if it is approximate (keep < 1).
+fn write_approx(
+    w: &mut impl Write,
+    a: &ResultApprox,
+    row: usize,
+    names: &[(String, String)],
+) -> io::Result<()> {
+    let keep = a.keep.get(row).copied().unwrap_or(1.0);
+    if keep.is_nan() || keep >= 1.0 {
+        return Ok(());
+    }
+    w.write_all(b",\"keep\":")?;
+    write_keep(w, keep)?;
+    for (c, (ci, bound)) in a.columns.iter().zip(names) {
+        match c {
+            ColumnApprox::Exact => {}
+            ColumnApprox::Interval { lo, hi } => {
+                write!(w, ",{ci}:[")?;
+                write_float(w, lo[row])?;
+                w.write_all(b",")?;
+                write_float(w, hi[row])?;
+                w.write_all(b"]")?;
+            }
+            ColumnApprox::LowerBound => write!(w, ",{bound}:\"lower\"")?,
+            ColumnApprox::UpperBound => write!(w, ",{bound}:\"upper\"")?,
+        }
+    }
+    Ok(())
+}
+
+/// A keep fraction with three significant digits, trailing zeros trimmed (`0.5`, `0.333`,
+/// `0.0012`).
+fn write_keep(w: &mut impl Write, keep: f64) -> io::Result<()> {
+    let decimals = if keep > 0.0 {
+        (2 - keep.log10().floor() as i64).clamp(3, 17) as usize
+    } else {
+        3
+    };
+    let s = format!("{keep:.decimals$}");
+    let s = s.trim_end_matches('0').trim_end_matches('.');
+    w.write_all(s.as_bytes())
+}
+
+fn write_float(w: &mut impl Write, v: f64) -> io::Result<()> {
+    if v.is_finite() {
+        write!(w, "{v}")
+    } else {
+        w.write_all(b"null")
+    }
 }
 
 fn write_value(w: &mut impl Write, col: &Column, row: usize, ty: DataType) -> io::Result<()> {
@@ -87,8 +164,7 @@ fn write_value(w: &mut impl Write, col: &Column, row: usize, ty: DataType) -> io
             write!(w, "\"{}\"", humantime::format_rfc3339_millis(t))
         }
         Column::Int(v) => write!(w, "{}", v[row]),
-        Column::Float(v) if v[row].is_finite() => write!(w, "{}", v[row]),
-        Column::Float(_) => w.write_all(b"null"),
+        Column::Float(v) => write_float(w, v[row]),
         Column::Bool(v) => write!(w, "{}", v[row]),
         Column::Str(v) => serde_json::to_writer(&mut *w, &*v[row]).map_err(io::Error::other),
     }
@@ -99,6 +175,26 @@ mod tests {
     use super::*;
     use crate::core::batch::Batch;
     use crate::core::schema::Scalar;
+
+    fn emitted<'a>(
+        names: &'a [String],
+        types: &'a [DataType],
+        b: &'a Batch,
+        approx: Option<&'a ResultApprox>,
+    ) -> String {
+        let e = Emitted {
+            index: 0,
+            query: "q",
+            names,
+            types,
+            batch: b,
+            approx,
+            emitted_at: 3_500_000,
+        };
+        let mut out = Vec::new();
+        write_rows(&mut out, &e).unwrap();
+        String::from_utf8(out).unwrap()
+    }
 
     #[test]
     fn rows_are_json_lines_with_query_and_latency() {
@@ -119,21 +215,82 @@ mod tests {
             ],
         );
         let names: Vec<String> = ["k", "s", "x", "ts"].map(String::from).to_vec();
-        let e = Emitted {
-            index: 0,
-            query: "q",
-            names: &names,
-            types: &types,
-            batch: &b,
-            approx: None,
-            emitted_at: 3_500_000,
+        let want = "{\"query\":\"q\",\"latency_ms\":2.500,\"k\":7,\"s\":\"a\\\"b\",\"x\":2.5,\
+                    \"ts\":\"1970-01-01T00:00:01.500Z\"}\n";
+        assert_eq!(emitted(&names, &types, &b, None), want);
+        // A side-car whose rows are all exact (keep 1) adds nothing.
+        let exact = ResultApprox {
+            keep: vec![1.0],
+            columns: vec![
+                ColumnApprox::Exact,
+                ColumnApprox::Exact,
+                ColumnApprox::Interval {
+                    lo: vec![f64::NAN],
+                    hi: vec![f64::NAN],
+                },
+                ColumnApprox::Exact,
+            ],
         };
-        let mut out = Vec::new();
-        write_rows(&mut out, &e).unwrap();
-        assert_eq!(
-            String::from_utf8(out).unwrap(),
-            "{\"query\":\"q\",\"latency_ms\":2.500,\"k\":7,\"s\":\"a\\\"b\",\"x\":2.5,\
-             \"ts\":\"1970-01-01T00:00:01.500Z\"}\n"
+        assert_eq!(emitted(&names, &types, &b, Some(&exact)), want);
+    }
+
+    #[test]
+    fn approximate_rows_carry_keep_intervals_and_bounds() {
+        let types = [DataType::Str, DataType::Int, DataType::Float, DataType::Int];
+        let mut b = Batch::new(&types, 2);
+        b.push_row(
+            1_000_000,
+            &[
+                Scalar::Str("a".into()),
+                Scalar::Int(8),
+                Scalar::Float(25.0),
+                Scalar::Int(4),
+            ],
         );
+        b.push_row(
+            1_000_000,
+            &[
+                Scalar::Str("b".into()),
+                Scalar::Int(3),
+                Scalar::Float(1.0),
+                Scalar::Int(1),
+            ],
+        );
+        let names: Vec<String> = ["k", "n", "total", "hi"].map(String::from).to_vec();
+        let approx = ResultApprox {
+            keep: vec![0.5, 1.0],
+            columns: vec![
+                ColumnApprox::Exact,
+                ColumnApprox::Interval {
+                    lo: vec![2.5, f64::NAN],
+                    hi: vec![13.5, f64::NAN],
+                },
+                ColumnApprox::Interval {
+                    lo: vec![f64::NEG_INFINITY, f64::NAN],
+                    hi: vec![40.25, f64::NAN],
+                },
+                ColumnApprox::LowerBound,
+            ],
+        };
+        assert_eq!(
+            emitted(&names, &types, &b, Some(&approx)),
+            "{\"query\":\"q\",\"latency_ms\":2.500,\"k\":\"a\",\"n\":8,\"total\":25,\"hi\":4,\
+             \"keep\":0.5,\"n_ci95\":[2.5,13.5],\"total_ci95\":[null,40.25],\
+             \"hi_bound\":\"lower\"}\n\
+             {\"query\":\"q\",\"latency_ms\":2.500,\"k\":\"b\",\"n\":3,\"total\":1,\"hi\":1}\n"
+        );
+    }
+
+    #[test]
+    fn keep_has_three_significant_digits() {
+        let keep = |k: f64| {
+            let mut out = Vec::new();
+            write_keep(&mut out, k).unwrap();
+            String::from_utf8(out).unwrap()
+        };
+        assert_eq!(keep(0.5), "0.5");
+        assert_eq!(keep(1.0 / 3.0), "0.333");
+        assert_eq!(keep(0.001234), "0.00123");
+        assert_eq!(keep(0.25), "0.25");
     }
 }

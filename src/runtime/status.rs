@@ -3,8 +3,10 @@
 
 use std::fmt::Write as _;
 
+use crate::core::drop::DropReason;
 use crate::core::schema::Nanos;
 use crate::core::stats::EngineSnapshot;
+use crate::runtime::control::ControlReport;
 
 fn ms(n: Nanos) -> f64 {
     n as f64 / 1e6
@@ -21,31 +23,53 @@ pub fn rate(per_sec: f64) -> String {
     }
 }
 
-/// One line per query: input and output rate over `elapsed`, queue depth, interval p50/p99.
-pub fn status_lines(
-    prev: &EngineSnapshot,
-    cur: &EngineSnapshot,
-    at: Nanos,
-    elapsed: Nanos,
-) -> String {
-    let secs = (elapsed as f64 / 1e9).max(1e-9);
-    let width = cur.queries.iter().map(|q| q.name.len()).max().unwrap_or(0);
+/// One line per query from the latest control report: processed and result rates,
+/// queue depth, p50/p99 latency over the last second, the keep fraction of its input and
+/// its utility; and a load line when a shedding policy is active.
+pub fn status_lines(r: &ControlReport, at: Nanos, shedding_policy: bool) -> String {
+    let width = r
+        .qos
+        .queries
+        .iter()
+        .map(|q| q.name.len())
+        .max()
+        .unwrap_or(0);
     let mut s = String::new();
-    for (i, q) in cur.queries.iter().enumerate() {
-        let (pin, pout) = prev
-            .queries
-            .get(i)
-            .map_or((0, 0), |p| (p.processed, p.results));
+    if shedding_policy {
+        let p = &r.plan;
         let _ = writeln!(
             s,
-            "[{:>6.1}s] {:<width$}  in {:>7}/s  out {:>7}/s  queue {:>8}  p50 {:>8.2} ms  p99 {:>8.2} ms",
+            "[{:>6.1}s] load {:.2} x target ({:.0}% busy), {}, utility {:.2}",
+            at as f64 / 1e9,
+            if p.target > 0.0 {
+                p.load / p.target
+            } else {
+                0.0
+            },
+            100.0 * r.qos.busy,
+            if p.shedding {
+                format!("shedding (model correction {:.2})", p.correction)
+            } else {
+                "not shedding".to_string()
+            },
+            p.weighted_utility,
+        );
+    }
+    for (i, q) in r.qos.queries.iter().enumerate() {
+        let keep = r.stream_keep.get(q.stream).copied().unwrap_or(1.0)
+            * r.query_keep.get(i).copied().unwrap_or(1.0);
+        let _ = writeln!(
+            s,
+            "[{:>6.1}s] {:<width$}  in {:>7}/s  out {:>7}/s  queue {:>8}  p50 {:>8.2} ms  p99 {:>8.2} ms  keep {:.2}  utility {:.2}",
             at as f64 / 1e9,
             q.name,
-            rate((q.processed - pin) as f64 / secs),
-            rate((q.results - pout) as f64 / secs),
+            rate(q.rate_in),
+            rate(q.rate_out),
             q.queued,
-            ms(q.p50_interval),
-            ms(q.p99_interval),
+            ms(q.p50),
+            ms(q.p99),
+            keep,
+            q.utility,
         );
     }
     s
@@ -87,6 +111,19 @@ pub fn summary(snap: &EngineSnapshot, name: &str, elapsed: Nanos) -> String {
             if q.balances() { "balanced" } else { "VIOLATED" },
             q.late,
         );
+        if q.shed() > 0 {
+            let parts: Vec<String> = DropReason::ALL
+                .iter()
+                .filter(|r| **r != DropReason::QueueFull && q.dropped[r.index()] > 0)
+                .map(|r| format!("{} {}", r.label(), q.dropped[r.index()]))
+                .collect();
+            let _ = writeln!(
+                s,
+                "    shed by reason: {}; delivered {:.1}% of offered",
+                parts.join(", "),
+                100.0 * (q.offered - q.shed() - q.queue_full()) as f64 / q.offered.max(1) as f64
+            );
+        }
     }
     s
 }

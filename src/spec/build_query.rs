@@ -213,6 +213,7 @@ fn build_qos(
         loss_tolerance,
         value,
         weight,
+        lossless: q.lossless.unwrap_or(false),
     }
 }
 

@@ -188,6 +188,10 @@ pub struct QosConfig {
     /// Importance relative to other queries, positive (default 1).
     #[serde(default)]
     pub weight: Option<f64>,
+    /// `true`: zero loss tolerance: the shedder never drops this query's input (it sheds
+    /// other queries more, or reports that the target cannot be met). Default false.
+    #[serde(default)]
+    pub lossless: Option<bool>,
 }
 
 /// `qos.value:` utility by field value.

@@ -19,6 +19,7 @@ mod distribution;
 mod duration;
 mod error;
 mod locate;
+mod policy;
 mod read;
 mod workload;
 
@@ -42,6 +43,7 @@ pub use distribution::{
 };
 pub use duration::{DurationConfig, parse_duration};
 pub use error::{SpecError, SpecErrors};
+pub use policy::{Policy, PolicyConfig, load_policy, parse_policy};
 pub use workload::{
     EngineSettings, LatencyTarget, Mode, QosSpec, QuerySpec, SchedulerKind, SinkSpec, StreamSpec,
     UtilityCurve, ValueUtility, Workload,

@@ -135,6 +135,8 @@ pub struct QosSpec {
     pub value: Option<ValueUtility>,
     /// Positive; 1 unless set.
     pub weight: f64,
+    /// Zero loss tolerance: never shed.
+    pub lossless: bool,
 }
 
 impl QosSpec {

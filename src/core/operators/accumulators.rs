@@ -1,5 +1,6 @@
 //! Aggregate accumulators, stored column-wise by group slot so that updating a batch is a
 //! tight loop over `(slot, row)` pairs. A slot is valid from `reset` until it is emitted.
+//! They hold what was observed; `scaling` holds what random shedding took away.
 
 use crate::core::batch::Column;
 use crate::core::expr::{Datum, Side};
@@ -115,6 +116,35 @@ impl Acc {
             (Acc::Avg { sum, n }, Column::Float(o)) => o.push(sum[slot] / n[slot].max(1) as f64),
             (acc, out) => unreachable!("emit {acc:?} into {out:?}"),
         }
+    }
+
+    /// Tuples folded into `slot`, for the aggregates that count them (COUNT, AVG).
+    pub fn kept_count(&self, slot: usize) -> Option<i64> {
+        match self {
+            Acc::Count(v) => Some(v[slot]),
+            Acc::Avg { n, .. } => Some(n[slot]),
+            _ => None,
+        }
+    }
+
+    /// Sum of the values folded into `slot`, for the aggregates that sum them (SUM, AVG).
+    pub fn kept_sum(&self, slot: usize) -> Option<f64> {
+        match self {
+            Acc::SumInt(v) => Some(v[slot] as f64),
+            Acc::SumFloat(v) => Some(v[slot]),
+            Acc::Avg { sum, .. } => Some(sum[slot]),
+            _ => None,
+        }
+    }
+}
+
+/// Appends a scaled estimate to an aggregate's column: rounded to the nearest integer
+/// (saturating) in an int column.
+pub fn push_estimate(out: &mut Column, value: f64) {
+    match out {
+        Column::Int(o) => o.push(value.round() as i64),
+        Column::Float(o) => o.push(value),
+        c => unreachable!("estimate into {c:?}"),
     }
 }
 

@@ -1,9 +1,19 @@
 //! Query pipelines: a filter, then either a projection (stateless) or a windowed
 //! aggregate followed by HAVING and the SELECT list. A pipeline turns input batches into
-//! result batches whose `arrival` is the arrival of the tuple that made each row due.
+//! result batches whose `arrival` is the arrival of the tuple that made each row due, and
+//! keeps each result's approximation side-car row-aligned with it through HAVING and the
+//! SELECT list.
+//!
+//! A SELECT column that is exactly an aggregate (`Expr::Column` of an aggregate's group-row
+//! column) inherits that aggregate's approximation; every other column, including any
+//! expression computed over a scaled aggregate, is `Exact` in the side-car: it gets no
+//! interval, although its row still carries the keep fraction.
 
 mod accumulators;
 mod approx;
+mod scaling;
+#[cfg(test)]
+mod tests;
 mod window;
 
 pub use approx::{ColumnApprox, Output, ResultApprox};
@@ -17,15 +27,49 @@ use super::schema::{DataType, Nanos};
 #[derive(Debug)]
 enum Body {
     Project(Vec<Expr>),
-    Aggregate {
-        op: Box<WindowAggregate>,
-        having: Option<Expr>,
-        project: Vec<Expr>,
-        /// Group rows closed by the operator, before HAVING and projection.
-        groups: Batch,
-        /// The group rows that passed HAVING.
-        kept: Batch,
-    },
+    Aggregate(Box<Aggregate>),
+}
+
+/// A windowed aggregate with its HAVING and SELECT list.
+#[derive(Debug)]
+struct Aggregate {
+    op: WindowAggregate,
+    having: Option<Expr>,
+    project: Vec<Expr>,
+    /// For each SELECT column, the group-row column whose approximation it inherits.
+    inherit: Vec<Option<usize>>,
+    /// Group rows closed by the operator, before HAVING and projection.
+    groups: Output,
+    /// The group rows that passed HAVING.
+    kept: Output,
+}
+
+impl Aggregate {
+    /// Applies HAVING and the SELECT list to the group rows the operator closed.
+    fn finish(&mut self, sel: &mut Vec<u32>, out: &mut Output) {
+        let groups = &mut self.groups;
+        if groups.is_empty() {
+            return;
+        }
+        let rows: &Output = match &self.having {
+            None => groups,
+            Some(h) => {
+                h.select(&groups.rows, sel);
+                self.kept.clear();
+                self.kept.rows.gather_from(&groups.rows, sel);
+                self.kept.approx.gather_from(0, &groups.approx, sel);
+                &self.kept
+            }
+        };
+        let before = out.rows.len();
+        for (e, col) in self.project.iter().zip(out.rows.columns.iter_mut()) {
+            e.eval_into(&rows.rows, col);
+        }
+        out.rows.arrival.extend_from_slice(&rows.rows.arrival);
+        out.approx
+            .extend_projected(before, &rows.approx, rows.len(), &self.inherit);
+        groups.clear();
+    }
 }
 
 /// The executable form of one `QueryPlan`.
@@ -43,13 +87,21 @@ impl Pipeline {
     pub fn new(plan: &QueryPlan, input_types: &[DataType]) -> Pipeline {
         let body = match &plan.body {
             PlanBody::Project(exprs) => Body::Project(exprs.clone()),
-            PlanBody::Aggregate(a) => Body::Aggregate {
-                op: Box::new(WindowAggregate::new(a)),
+            PlanBody::Aggregate(a) => Body::Aggregate(Box::new(Aggregate {
+                op: WindowAggregate::new(a),
                 having: a.having.clone(),
                 project: a.project.clone(),
-                groups: Batch::new(&a.group_row_types(), 0),
-                kept: Batch::new(&a.group_row_types(), 0),
-            },
+                inherit: a
+                    .project
+                    .iter()
+                    .map(|e| match e {
+                        Expr::Column(c) => Some(*c),
+                        _ => None,
+                    })
+                    .collect(),
+                groups: Output::new(&a.group_row_types()),
+                kept: Output::new(&a.group_row_types()),
+            })),
         };
         Pipeline {
             filter: plan.filter.clone(),
@@ -67,23 +119,20 @@ impl Pipeline {
 
     /// A fresh, empty result buffer of this pipeline's result type.
     pub fn new_output(&self) -> Output {
-        Output {
-            rows: Batch::new(&self.out_types, 0),
-            approx: ResultApprox::default(),
-        }
+        Output::new(&self.out_types)
     }
 
     /// Tuples dropped as late by a window operator.
     pub fn late(&self) -> u64 {
         match &self.body {
-            Body::Aggregate { op, .. } => op.late(),
+            Body::Aggregate(a) => a.op.late(),
             Body::Project(_) => 0,
         }
     }
 
     /// Whether the pipeline holds state that a tick or flush may emit.
     pub fn is_windowed(&self) -> bool {
-        matches!(self.body, Body::Aggregate { .. })
+        matches!(self.body, Body::Aggregate(_))
     }
 
     /// Runs one input batch whose tuples each survived random shedding with probability
@@ -114,58 +163,27 @@ impl Pipeline {
                 out.rows.arrival.extend_from_slice(&input.arrival);
                 out.approx.push_uniform(before, input.len(), keep);
             }
-            Body::Aggregate { op, groups, .. } => {
-                op.process(input, groups);
-                self.finish_groups(out);
+            Body::Aggregate(a) => {
+                a.op.process(input, keep, &mut a.groups);
+                a.finish(&mut self.sel, out);
             }
         }
     }
 
     /// Closes arrival-time windows ending by `bound`.
     pub fn on_tick(&mut self, bound: Nanos, out: &mut Output) {
-        if let Body::Aggregate { op, groups, .. } = &mut self.body {
-            op.on_tick(bound, groups);
-            self.finish_groups(out);
+        if let Body::Aggregate(a) = &mut self.body {
+            a.op.on_tick(bound, &mut a.groups);
+            a.finish(&mut self.sel, out);
         }
     }
 
     /// Emits all remaining state (end of input).
     pub fn flush(&mut self, now: Nanos, out: &mut Output) {
-        if let Body::Aggregate { op, groups, .. } = &mut self.body {
-            op.flush(now, groups);
-            self.finish_groups(out);
+        if let Body::Aggregate(a) = &mut self.body {
+            a.op.flush(now, &mut a.groups);
+            a.finish(&mut self.sel, out);
         }
-    }
-
-    /// Applies HAVING and the SELECT list to the group rows the operator closed.
-    fn finish_groups(&mut self, out: &mut Output) {
-        let Body::Aggregate {
-            having,
-            project,
-            groups,
-            kept,
-            ..
-        } = &mut self.body
-        else {
-            return;
-        };
-        if groups.is_empty() {
-            return;
-        }
-        let rows: &Batch = match having {
-            None => groups,
-            Some(h) => {
-                h.select(groups, &mut self.sel);
-                kept.clear();
-                kept.gather_from(groups, &self.sel);
-                kept
-            }
-        };
-        for (e, col) in project.iter().zip(out.rows.columns.iter_mut()) {
-            e.eval_into(rows, col);
-        }
-        out.rows.arrival.extend_from_slice(&rows.arrival);
-        groups.clear();
     }
 
     pub fn input_types(&self) -> &[DataType] {

@@ -4,16 +4,23 @@
 //!
 //! Lateness is decided per tuple against the running watermark (the largest time seen
 //! before it), so results do not depend on how the input was cut into batches.
+//!
+//! A group that folded tuples of a batch that lost input to random shedding (keep < 1) is
+//! emitted scaled (`scaling`): COUNT, SUM and AVG as Horvitz-Thompson estimates with 95%
+//! intervals, MIN and MAX as observed and flagged as bounds, and the row's keep fraction
+//! `kept / estimated count`. Groups that saw only exact batches are emitted as observed.
 
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::Arc;
 
 use rustc_hash::FxHashMap;
 
-use super::accumulators::Acc;
+use super::accumulators::{Acc, push_estimate};
+use super::approx::{ColumnApprox, Output};
+use super::scaling::{Estimate, Scaling};
 use crate::core::batch::{Batch, Column};
-use crate::core::expr::Datum;
-use crate::core::plan::{AggregatePlan, MAX_GROUP_KEYS, TimeSource};
+use crate::core::expr::{Datum, Expr};
+use crate::core::plan::{AggFunc, AggregatePlan, MAX_GROUP_KEYS, TimeSource};
 use crate::core::schema::{DataType, Nanos};
 
 /// A group: window start plus the key values packed into integers (strings interned,
@@ -47,7 +54,19 @@ pub struct WindowAggregate {
     free: Vec<u32>,
     /// Open windows by start, each with its slots in first-seen order (the emission order).
     windows: BTreeMap<i64, Vec<u32>>,
+    /// One per aggregate call, then a hidden COUNT if no call counts tuples: the scaled
+    /// row needs each group's kept count.
     accs: Vec<Acc>,
+    /// The accumulator that counts each group's tuples.
+    count_acc: usize,
+    /// Horvitz-Thompson sums of lossy groups; `scaled_arg[i]` is call `i`'s argument
+    /// index there (SUM and AVG calls only), and `folds_arg[i]` whether call `i` is the
+    /// first with that argument, the one that folds it.
+    scaling: Scaling,
+    scaled_arg: Vec<Option<usize>>,
+    folds_arg: Vec<bool>,
+    /// How each group-row column of a lossy group is qualified.
+    kinds: Vec<ColumnApprox>,
     interners: Vec<Interner>,
     /// Largest time seen; `i64::MIN` before the first tuple.
     watermark: i64,
@@ -59,22 +78,71 @@ pub struct WindowAggregate {
     // Scratch reused across batches.
     pairs: Vec<(u32, u32)>,
     encoded: Vec<Vec<i64>>,
+    intervals: Vec<(f64, f64)>,
 }
 
 impl WindowAggregate {
     pub fn new(plan: &AggregatePlan) -> WindowAggregate {
         assert!(plan.keys.len() <= MAX_GROUP_KEYS, "planner bounds the keys");
+        let mut accs: Vec<Acc> = plan
+            .aggs
+            .iter()
+            .map(|a| Acc::new(a.func, a.arg_type))
+            .collect();
+        let count_acc = match plan
+            .aggs
+            .iter()
+            .position(|a| matches!(a.func, AggFunc::CountStar | AggFunc::Count | AggFunc::Avg))
+        {
+            Some(i) => i,
+            None => {
+                accs.push(Acc::new(AggFunc::CountStar, None));
+                accs.len() - 1
+            }
+        };
+        // SUM and AVG calls over the same argument share one set of sums, folded once.
+        let mut args: Vec<&Expr> = Vec::new();
+        let mut scaled_arg = Vec::with_capacity(plan.aggs.len());
+        let mut folds_arg = Vec::with_capacity(plan.aggs.len());
+        for a in &plan.aggs {
+            let (j, fold) = match (a.func, &a.arg) {
+                (AggFunc::Sum | AggFunc::Avg, Some(e)) => match args.iter().position(|x| *x == e) {
+                    Some(j) => (Some(j), false),
+                    None => {
+                        args.push(e);
+                        (Some(args.len() - 1), true)
+                    }
+                },
+                _ => (None, false),
+            };
+            scaled_arg.push(j);
+            folds_arg.push(fold);
+        }
+        let nkeys = plan.keys.len();
+        let kinds = (0..nkeys)
+            .map(|_| ColumnApprox::Exact)
+            .chain(plan.aggs.iter().map(|a| match a.func {
+                AggFunc::Min => ColumnApprox::UpperBound,
+                AggFunc::Max => ColumnApprox::LowerBound,
+                _ => ColumnApprox::Interval {
+                    lo: Vec::new(),
+                    hi: Vec::new(),
+                },
+            }))
+            .chain([ColumnApprox::Exact, ColumnApprox::Exact])
+            .collect();
         WindowAggregate {
             plan: plan.clone(),
             groups: FxHashMap::default(),
             slot_keys: Vec::new(),
             free: Vec::new(),
             windows: BTreeMap::new(),
-            accs: plan
-                .aggs
-                .iter()
-                .map(|a| Acc::new(a.func, a.arg_type))
-                .collect(),
+            accs,
+            count_acc,
+            scaling: Scaling::new(args.len()),
+            scaled_arg,
+            folds_arg,
+            kinds,
             interners: plan.keys.iter().map(|_| Interner::default()).collect(),
             watermark: i64::MIN,
             due: VecDeque::new(),
@@ -82,6 +150,7 @@ impl WindowAggregate {
             late: 0,
             pairs: Vec::new(),
             encoded: vec![Vec::new(); plan.keys.len()],
+            intervals: Vec::new(),
         }
     }
 
@@ -103,9 +172,10 @@ impl WindowAggregate {
         k.saturating_mul(slide).saturating_add(size)
     }
 
-    /// Folds a batch into the open groups, then closes the windows the watermark passed,
-    /// appending their group rows to `out` (typed by `AggregatePlan::group_row_types`).
-    pub fn process(&mut self, batch: &Batch, out: &mut Batch) {
+    /// Folds a batch whose tuples each survived random shedding with probability `keep`
+    /// into the open groups, then closes the windows the watermark passed, appending their
+    /// group rows to `out` (typed by `AggregatePlan::group_row_types`).
+    pub fn process(&mut self, batch: &Batch, keep: f64, out: &mut Output) {
         let n = batch.len();
         if n == 0 {
             return;
@@ -174,9 +244,23 @@ impl WindowAggregate {
                 self.late += 1;
             }
         }
-        for (acc, call) in self.accs.iter_mut().zip(&self.plan.aggs) {
-            match &call.arg {
-                Some(e) => acc.update(&pairs, Some(&e.eval(batch))),
+        // Only a batch that lost tuples at random touches the scaling state.
+        let lossy = keep > 0.0 && keep < 1.0;
+        if lossy {
+            self.scaling.update(&pairs, keep);
+        }
+        for (i, acc) in self.accs.iter_mut().enumerate() {
+            match self.plan.aggs.get(i).and_then(|c| c.arg.as_ref()) {
+                Some(e) => {
+                    let arg = e.eval(batch);
+                    acc.update(&pairs, Some(&arg));
+                    if lossy
+                        && self.folds_arg[i]
+                        && let Some(j) = self.scaled_arg[i]
+                    {
+                        self.scaling.update_arg(j, &pairs, &arg, keep);
+                    }
+                }
                 None => acc.update(&pairs, None),
             }
         }
@@ -187,14 +271,14 @@ impl WindowAggregate {
 
     /// Closes arrival-time windows that ended by `bound` (the engine passes the earlier of
     /// now and the oldest queued arrival, so no queued tuple can still belong to them).
-    pub fn on_tick(&mut self, bound: Nanos, out: &mut Batch) {
+    pub fn on_tick(&mut self, bound: Nanos, out: &mut Output) {
         if self.plan.time == TimeSource::Arrival {
             self.close(bound, Some(Due::WindowEnd), out);
         }
     }
 
     /// Emits every open window (end of input); their latency counts from `now`.
-    pub fn flush(&mut self, now: Nanos, out: &mut Batch) {
+    pub fn flush(&mut self, now: Nanos, out: &mut Output) {
         self.close(i64::MAX, Some(Due::At(now)), out);
     }
 
@@ -215,13 +299,14 @@ impl WindowAggregate {
         for acc in &mut self.accs {
             acc.reset(slot as usize);
         }
+        self.scaling.reset(slot as usize);
         self.groups.insert(gk, slot);
         self.windows.entry(gk.0).or_default().push(slot);
         slot
     }
 
     /// Emits and forgets every window whose end is `<= closed_to`.
-    fn close(&mut self, closed_to: i64, due_override: Option<Due>, out: &mut Batch) {
+    fn close(&mut self, closed_to: i64, due_override: Option<Due>, out: &mut Output) {
         let size = self.plan.window.size;
         while let Some((&start, _)) = self.windows.first_key_value() {
             let end = start.saturating_add(size);
@@ -241,6 +326,7 @@ impl WindowAggregate {
                 self.free.push(slot);
             }
         }
+        out.approx.pad(out.rows.len());
         // Crossing records older than every open window's end are no longer needed.
         let first_open_end = self
             .windows
@@ -267,7 +353,11 @@ impl WindowAggregate {
             .unwrap_or(0)
     }
 
-    fn emit_row(&self, slot: usize, start: i64, end: i64, due: Nanos, out: &mut Batch) {
+    fn emit_row(&mut self, slot: usize, start: i64, end: i64, due: Nanos, out: &mut Output) {
+        if self.scaling.is_lossy(slot) {
+            self.emit_scaled(slot, out);
+        }
+        let out = &mut out.rows;
         let gk = &self.slot_keys[slot];
         let nkeys = self.plan.keys.len();
         for k in 0..nkeys {
@@ -282,10 +372,13 @@ impl WindowAggregate {
                 (c, t) => unreachable!("key column {c:?} of type {t}"),
             }
         }
-        for (i, acc) in self.accs.iter().enumerate() {
-            acc.emit(slot, &mut out.columns[nkeys + i]);
+        let naggs = self.plan.aggs.len();
+        if !self.scaling.is_lossy(slot) {
+            for (i, acc) in self.accs[..naggs].iter().enumerate() {
+                acc.emit(slot, &mut out.columns[nkeys + i]);
+            }
         }
-        let base = nkeys + self.accs.len();
+        let base = nkeys + naggs;
         for (i, v) in [(base, start), (base + 1, end)] {
             match &mut out.columns[i] {
                 Column::Int(o) => o.push(v),
@@ -293,6 +386,36 @@ impl WindowAggregate {
             }
         }
         out.arrival.push(due);
+    }
+
+    /// Appends the aggregate columns of a lossy `slot`, scaled, and its side-car row.
+    fn emit_scaled(&mut self, slot: usize, out: &mut Output) {
+        let nkeys = self.plan.keys.len();
+        let kept = self.accs[self.count_acc]
+            .kept_count(slot)
+            .expect("the count accumulator counts");
+        let count = self.scaling.count(slot, kept);
+        self.intervals.clear();
+        self.intervals
+            .resize(self.kinds.len(), (f64::NAN, f64::NAN));
+        for (i, (acc, call)) in self.accs.iter().zip(&self.plan.aggs).enumerate() {
+            let col = &mut out.rows.columns[nkeys + i];
+            let sum = || acc.kept_sum(slot).expect("SUM and AVG sum");
+            let est: Estimate = match (call.func, self.scaled_arg[i]) {
+                (AggFunc::CountStar | AggFunc::Count, _) => count,
+                (AggFunc::Sum, Some(j)) => self.scaling.sum(j, slot, sum()),
+                (AggFunc::Avg, Some(j)) => self.scaling.avg(j, slot, kept, sum()),
+                _ => {
+                    acc.emit(slot, col);
+                    continue;
+                }
+            };
+            push_estimate(col, est.value);
+            self.intervals[nkeys + i] = (est.lo, est.hi);
+        }
+        let row = out.rows.len();
+        let keep = kept as f64 / count.value;
+        out.approx.push_row(row, keep, &self.kinds, &self.intervals);
     }
 }
 

@@ -1,0 +1,67 @@
+//! `spillway calibrate`: runs a workload live for a few seconds without shedding, measures
+//! each query's processing cost per input tuple on this machine, and prints the `cost:`
+//! settings that let simulated mode model this machine.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
+
+use clap::Args;
+
+use super::{Failure, load_workload};
+use crate::core::plan::fmt_nanos;
+use crate::runtime::assemble::engine_for;
+use crate::runtime::live::{LiveOptions, run_live};
+use crate::spec::{Policy, parse_duration};
+
+#[derive(Args, Debug)]
+pub struct CalibrateArgs {
+    /// The workload YAML file.
+    pub workload: PathBuf,
+    /// How long to measure (default 5s).
+    #[arg(long, value_parser = parse_duration, default_value = "5s")]
+    pub duration: i64,
+}
+
+pub fn calibrate(args: CalibrateArgs) -> Result<ExitCode, Failure> {
+    let w = load_workload(&args.workload)?;
+    let engine = engine_for(&w).map_err(|e| Failure::BadInput(e.to_string()))?;
+    eprintln!(
+        "spillway: calibrating `{}`: running it live for {:.1} s without shedding, results discarded",
+        w.name,
+        args.duration as f64 / 1e9
+    );
+    let opts = LiveOptions {
+        duration: Some(args.duration),
+        quiet: true,
+        stop: Arc::new(AtomicBool::new(false)),
+    };
+    let route = vec![None; w.queries.len()];
+    let report = run_live(&w, engine, Policy::none(), &mut [], &route, &opts)?;
+    let busy: u64 = report.snapshot.queries.iter().map(|q| q.busy).sum();
+    println!(
+        "# measured by `spillway calibrate` over {:.1} s; the engine thread was busy {:.0}% of the time",
+        report.elapsed as f64 / 1e9,
+        100.0 * busy as f64 / report.elapsed.max(1) as f64
+    );
+    println!("queries:");
+    for q in &report.snapshot.queries {
+        if q.processed == 0 {
+            println!("  {}:    # processed nothing: no cost measured", q.name);
+            continue;
+        }
+        let ns = (q.busy as f64 / q.processed as f64).round().max(1.0) as i64;
+        println!(
+            "  {}:\n    cost: {}    # {} tuples, {:.1} ms busy",
+            q.name,
+            fmt_nanos(ns),
+            q.processed,
+            q.busy as f64 / 1e6
+        );
+    }
+    if report.interrupted {
+        return Ok(ExitCode::from(130));
+    }
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,304 @@
+//! How much to shed: Aurora's loss/gain greedy over per-query percent-delivery cursors. It
+//! takes the move that loses the least weighted utility per unit of work saved, stops as
+//! soon as the excess is covered ("enough, not more"), and never moves a lossless query.
+
+use crate::qos::loss_utility;
+use crate::spec::UtilityCurve;
+
+/// Ratios this close (relatively) are ties; sums of equal terms need not be bit-equal.
+const RATIO_TIE: f64 = 1e-9;
+
+/// One query as the greedy sees it.
+#[derive(Clone, Copy, Debug)]
+pub struct GreedyQuery<'c> {
+    /// Stream index, for moves that lower all queries of a stream together.
+    pub stream: usize,
+    /// Work saved per second per percent not delivered: `r_s * c_q / 100`.
+    pub gain_per_percent: f64,
+    /// Multiplies utility losses.
+    pub weight: f64,
+    /// Utility by percent delivered (`None`: linear).
+    pub curve: Option<&'c UtilityCurve>,
+    /// Whether the cursor may move at all (false for lossless queries).
+    pub movable: bool,
+}
+
+/// What a move lowers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MoveTarget {
+    /// One query's cursor (a drop at its own drop point).
+    Query(usize),
+    /// The cursors of every query of a stream, together.
+    Stream(usize),
+}
+
+/// One step taken, in order: the prefix of Aurora's load-shedding road map that this tick
+/// needs.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Move {
+    pub target: MoveTarget,
+    /// Weighted utility lost by the step.
+    pub loss: f64,
+    /// Work saved per second by the step, ns/s.
+    pub gain: f64,
+}
+
+/// The greedy's result.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Cover {
+    /// Percent delivered per query, in `[0, 100]`.
+    pub cursors: Vec<f64>,
+    /// Total work saved per second, ns/s.
+    pub gained: f64,
+    /// The moves in the order taken.
+    pub moves: Vec<Move>,
+}
+
+/// Loss and gain of one step of one query from `steps` steps taken.
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct Step {
+    loss: f64,
+    gain: f64,
+}
+
+impl Step {
+    /// Whether `self` goes before `other`: smaller loss/gain, then larger gain. Equal on
+    /// both: not better, so the earlier candidate (lower index) stays.
+    fn better_than(&self, other: &Step) -> bool {
+        let (a, b) = (self.loss / self.gain, other.loss / other.gain);
+        let tol = RATIO_TIE * a.abs().max(b.abs());
+        if a < b - tol {
+            return true;
+        }
+        if a > b + tol {
+            return false;
+        }
+        self.gain > other.gain * (1.0 + 1e-12)
+    }
+}
+
+fn cursor_after(steps: u32, step: f64) -> f64 {
+    (100.0 - f64::from(steps) * step).max(0.0)
+}
+
+fn next_step(q: &GreedyQuery, steps: u32, step: f64) -> Option<Step> {
+    if !q.movable {
+        return None;
+    }
+    let (from, to) = (cursor_after(steps, step), cursor_after(steps + 1, step));
+    let gain = q.gain_per_percent * (from - to);
+    if !(gain > 0.0 && gain.is_finite()) {
+        return None;
+    }
+    let loss = q.weight * (loss_utility(q.curve, from) - loss_utility(q.curve, to)).max(0.0);
+    Some(Step { loss, gain })
+}
+
+/// Takes one step of query `i` and refreshes its next step.
+fn advance(
+    queries: &[GreedyQuery],
+    steps: &mut [u32],
+    next: &mut [Option<Step>],
+    i: usize,
+    step: f64,
+) {
+    steps[i] += 1;
+    next[i] = next_step(&queries[i], steps[i], step);
+}
+
+/// Lowers cursors by `step` percent at a time, cheapest loss/gain first, until the work
+/// saved reaches `excess` (ns/s) or nothing can move. Candidates each round: every movable
+/// query with cursor above 0 (gain `r_s * c_q * step / 100`, loss `w_q * (U(c) - U(c -
+/// step))`), and every stream with two or more queries that can all move (gain and loss
+/// summed over them). Ties go to the larger gain, so identical queries sharing a stream
+/// move together, then to the lower index, queries before streams. Deterministic.
+pub fn cover(queries: &[GreedyQuery], streams: usize, excess: f64, step: f64) -> Cover {
+    let step = if step.is_finite() && step > 0.0 {
+        step.min(100.0)
+    } else {
+        1.0
+    };
+    let mut steps = vec![0u32; queries.len()];
+    let mut next: Vec<Option<Step>> = queries.iter().map(|q| next_step(q, 0, step)).collect();
+    let mut members: Vec<Vec<usize>> = vec![Vec::new(); streams];
+    for (i, q) in queries.iter().enumerate() {
+        if let Some(m) = members.get_mut(q.stream) {
+            m.push(i);
+        }
+    }
+    let group = |next: &[Option<Step>], s: usize| -> Option<Step> {
+        let m = &members[s];
+        if m.len() < 2 {
+            return None;
+        }
+        let mut sum = Step {
+            loss: 0.0,
+            gain: 0.0,
+        };
+        for &i in m {
+            let st = next[i]?;
+            sum.loss += st.loss;
+            sum.gain += st.gain;
+        }
+        Some(sum)
+    };
+    let mut groups: Vec<Option<Step>> = (0..streams).map(|s| group(&next, s)).collect();
+
+    let mut gained = 0.0;
+    let mut moves = Vec::new();
+    while gained < excess {
+        let mut best: Option<(MoveTarget, Step)> = None;
+        let candidates = next
+            .iter()
+            .enumerate()
+            .map(|(i, s)| (MoveTarget::Query(i), s))
+            .chain(
+                groups
+                    .iter()
+                    .enumerate()
+                    .map(|(s, st)| (MoveTarget::Stream(s), st)),
+            );
+        for (target, st) in candidates {
+            if let Some(st) = st
+                && best.is_none_or(|(_, b)| st.better_than(&b))
+            {
+                best = Some((target, *st));
+            }
+        }
+        let Some((target, st)) = best else {
+            break;
+        };
+        match target {
+            MoveTarget::Query(i) => advance(queries, &mut steps, &mut next, i, step),
+            MoveTarget::Stream(s) => {
+                for &i in &members[s] {
+                    advance(queries, &mut steps, &mut next, i, step);
+                }
+            }
+        }
+        let s = match target {
+            MoveTarget::Query(i) => queries[i].stream,
+            MoveTarget::Stream(s) => s,
+        };
+        if s < streams {
+            groups[s] = group(&next, s);
+        }
+        gained += st.gain;
+        moves.push(Move {
+            target,
+            loss: st.loss,
+            gain: st.gain,
+        });
+    }
+    Cover {
+        cursors: steps.iter().map(|&k| cursor_after(k, step)).collect(),
+        gained,
+        moves,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `[[100, 1.0], [50, 0.7], [0, 0.0]]`, stored ascending.
+    fn slides_curve() -> UtilityCurve {
+        UtilityCurve {
+            points: vec![(0.0, 0.0), (50.0, 0.7), (100.0, 1.0)],
+        }
+    }
+
+    fn query(stream: usize, gain_per_percent: f64, weight: f64) -> GreedyQuery<'static> {
+        GreedyQuery {
+            stream,
+            gain_per_percent,
+            weight,
+            curve: None,
+            movable: true,
+        }
+    }
+
+    #[test]
+    fn candidates_are_taken_by_loss_over_gain() {
+        // By hand, 1 % steps:
+        // q0: r = 1000/s, c = 100 ns -> gain 1000 ns/s per step; slides curve, weight 1:
+        //     loss 0.006 per step down to 50 % (ratio 6e-6), then 0.014 (ratio 1.4e-5).
+        // q1: r = 1000/s, c = 300 ns -> gain 3000; linear curve, weight 2.5:
+        //     loss 0.025 per step (ratio 8.33e-6).
+        // Order: q0 to 50 %, then q1 to 0 %, then q0 to 0 %.
+        let c = slides_curve();
+        let qs = [
+            GreedyQuery {
+                curve: Some(&c),
+                ..query(0, 1000.0, 1.0)
+            },
+            query(1, 3000.0, 2.5),
+        ];
+        // 60 000 ns/s: q0's first piece saves 50 000, then four steps of q1.
+        let cov = cover(&qs, 2, 60_000.0, 1.0);
+        assert_eq!(cov.cursors, vec![50.0, 96.0]);
+        assert_eq!(cov.gained, 62_000.0);
+        let order: Vec<_> = cov.moves.iter().map(|m| m.target).collect();
+        let mut want = vec![MoveTarget::Query(0); 50];
+        want.extend([MoveTarget::Query(1); 4]);
+        assert_eq!(order, want);
+        assert!((cov.moves[0].loss - 0.006).abs() < 1e-12);
+        assert!((cov.moves[50].loss - 0.025).abs() < 1e-12);
+
+        // Asking for everything walks the whole road map in that order.
+        let all = cover(&qs, 2, 1e12, 1.0);
+        assert_eq!(all.cursors, vec![0.0, 0.0]);
+        assert!((all.gained - 400_000.0).abs() < 1e-6);
+        let firsts: Vec<_> = [0, 49, 50, 149, 150, 199]
+            .iter()
+            .map(|&k| all.moves[k].target)
+            .collect();
+        use MoveTarget::Query as Q;
+        assert_eq!(firsts, vec![Q(0), Q(0), Q(1), Q(1), Q(0), Q(0)]);
+        assert!((all.moves[150].loss - 0.014).abs() < 1e-12);
+    }
+
+    #[test]
+    fn enough_not_more() {
+        let qs = [query(0, 1234.5, 1.0), query(1, 777.0, 1.3)];
+        for excess in [1.0, 5_000.0, 33_333.3, 100_000.0] {
+            let cov = cover(&qs, 2, excess, 1.0);
+            let last = cov.moves.last().unwrap().gain;
+            assert!(cov.gained >= excess);
+            assert!(cov.gained - last < excess, "one step fewer would not do");
+        }
+        assert!(cover(&qs, 2, 0.0, 1.0).moves.is_empty());
+        assert!(cover(&qs, 2, -5.0, 1.0).moves.is_empty());
+    }
+
+    #[test]
+    fn identical_queries_on_a_stream_move_together() {
+        let qs = [query(0, 1000.0, 1.0), query(0, 1000.0, 1.0)];
+        let cov = cover(&qs, 1, 10_000.0, 1.0);
+        assert_eq!(cov.cursors, vec![95.0, 95.0]);
+        assert!(cov.moves.iter().all(|m| m.target == MoveTarget::Stream(0)));
+    }
+
+    #[test]
+    fn lossless_queries_never_move_and_the_shortfall_shows() {
+        let qs = [
+            query(0, 1000.0, 1.0),
+            GreedyQuery {
+                movable: false,
+                ..query(0, 5000.0, 1.0)
+            },
+        ];
+        let cov = cover(&qs, 1, 1e9, 1.0);
+        assert_eq!(cov.cursors, vec![0.0, 100.0]);
+        assert_eq!(cov.gained, 100_000.0);
+        assert!(cov.moves.iter().all(|m| m.target == MoveTarget::Query(0)));
+    }
+
+    #[test]
+    fn a_step_that_does_not_divide_100_ends_at_0() {
+        let cov = cover(&[query(0, 10.0, 1.0)], 1, 1e9, 3.0);
+        assert_eq!(cov.cursors, vec![0.0]);
+        assert_eq!(cov.moves.len(), 34);
+        assert!((cov.gained - 1000.0).abs() < 1e-9);
+    }
+}

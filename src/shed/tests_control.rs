@@ -1,0 +1,120 @@
+//! Closed-loop test of the latency feedback: the planner drives a tiny simulated plant whose
+//! true per-tuple cost is twice what the model is told, and must still bring latency under
+//! its target with a keep fraction that settles.
+
+use super::*;
+
+/// One query on one stream, one core: queue `q(k+1) = max(0, q + arrivals * keep -
+/// capacity_per_tick / true_cost)`, latency `q * true_cost`.
+struct Plant {
+    queue: f64,
+    true_cost: f64,
+    arrivals_per_tick: f64,
+    work_per_tick: f64,
+}
+
+impl Plant {
+    fn latency(&self) -> f64 {
+        self.queue * self.true_cost
+    }
+
+    fn tick(&mut self, keep: f64) {
+        self.queue = (self.queue + self.arrivals_per_tick * keep
+            - self.work_per_tick / self.true_cost)
+            .max(0.0);
+    }
+}
+
+#[test]
+fn feedback_holds_latency_under_target_when_the_model_is_2x_optimistic() {
+    let tick = 0.1; // seconds
+    let capacity = 1e9; // one core
+    let rate = 750_000.0; // true load 1.5 cores; the model believes 0.75
+    let (true_cost, model_cost) = (2000.0, 1000.0);
+    let target = 50e6; // 50 ms
+    let mut plant = Plant {
+        queue: 0.0,
+        true_cost,
+        arrivals_per_tick: rate * tick,
+        work_per_tick: capacity * tick,
+    };
+    let mut state = ShedState::new();
+    let mut keeps = Vec::new();
+    let mut latencies = Vec::new();
+    for _ in 0..300 {
+        let input = ShedInput {
+            streams: vec![StreamInput { rate }],
+            queries: vec![QueryInput {
+                queued: plant.queue,
+                latency: Some(LatencyInput {
+                    target,
+                    measured: Some(plant.latency()),
+                }),
+                ..QueryInput::new(0, model_cost)
+            }],
+            capacity,
+            policy: PolicyParams::default(),
+        };
+        let p = plan(&input, &mut state);
+        let keep = p.streams[0]
+            * match p.queries[0] {
+                QueryDrop::KeepAll => 1.0,
+                QueryDrop::Random { keep } => keep,
+                ref other => panic!("random policy gave {other:?}"),
+            };
+        plant.tick(keep);
+        keeps.push(keep);
+        latencies.push(plant.latency());
+    }
+    // Sustainable keep is 2/3 (true load 1.5 cores on 1).
+    let tail = &keeps[keeps.len() - 20..];
+    let (lo, hi) = tail
+        .iter()
+        .fold((f64::MAX, f64::MIN), |(lo, hi), &k| (lo.min(k), hi.max(k)));
+    assert!(
+        hi - lo < 0.05,
+        "keep must settle: last 20 ticks span {lo}..{hi}"
+    );
+    assert!((0.55..0.75).contains(&lo), "keep near 2/3, got {lo}..{hi}");
+    let worst = latencies[latencies.len() - 50..]
+        .iter()
+        .copied()
+        .fold(0.0, f64::max);
+    assert!(
+        worst < target,
+        "latency over the last 50 ticks peaks at {worst} ns"
+    );
+}
+
+#[test]
+fn an_accurate_model_needs_no_correction() {
+    let capacity = 1e9;
+    let rate = 1_500_000.0;
+    let cost = 1000.0;
+    let mut plant = Plant {
+        queue: 0.0,
+        true_cost: cost,
+        arrivals_per_tick: rate * 0.1,
+        work_per_tick: capacity * 0.1,
+    };
+    let mut state = ShedState::new();
+    for _ in 0..100 {
+        let input = ShedInput {
+            streams: vec![StreamInput { rate }],
+            queries: vec![QueryInput {
+                queued: plant.queue,
+                latency: Some(LatencyInput {
+                    target: 50e6,
+                    measured: Some(plant.latency()),
+                }),
+                ..QueryInput::new(0, cost)
+            }],
+            capacity,
+            policy: PolicyParams::default(),
+        };
+        let p = plan(&input, &mut state);
+        plant.tick(p.delivered[0]);
+        assert!(plant.latency() < 50e6);
+    }
+    assert_eq!(state.correction(), 1.0);
+}
