@@ -10,12 +10,13 @@ use rustc_hash::FxHashMap;
 
 use super::Failure;
 use crate::core::batch::{Batch, Column};
-use crate::core::engine::{Engine, EngineConfig, QueryDef, StreamDef};
+use crate::core::drop::{DropPoint, DropRule, ValueBins};
 use crate::core::schema::Nanos;
+use crate::runtime::assemble::engine_for;
 use crate::runtime::clock::WallClock;
+use crate::runtime::control::Controller;
 use crate::runtime::live::{LiveOptions, run_live};
-use crate::spec::{self, Workload};
-use crate::sql::{Catalog, plan_query};
+use crate::spec::{self, Policy, Workload};
 
 #[derive(Args, Debug)]
 pub struct BenchArgs {
@@ -73,14 +74,47 @@ pub fn bench(args: BenchArgs) -> Result<ExitCode, Failure> {
         args.tuples,
         typed,
     );
-    let a = engine_run(&w, FILTER_SQL, &batches, &clock)?;
+    let a = engine_run(FILTER_SQL, &batches, &clock, false)?;
     report("(a) engine, filter pass-through", args.tuples, a);
-    let b = engine_run(&w, AGG_SQL, &batches, &clock)?;
+    let b = engine_run(AGG_SQL, &batches, &clock, false)?;
     report(
         "(b) engine, filter + tumbling GROUP BY 1000 keys, COUNT/SUM/AVG",
         args.tuples,
         b,
     );
+    let bm = engine_run(AGG_SQL, &batches, &clock, true)?;
+    report(
+        "(b) again with turn timing and the QoS monitor ticking every 100 ms",
+        args.tuples,
+        bm,
+    );
+    println!(
+        "    the monitor costs {:.1}% of throughput",
+        100.0 * (1.0 - b as f64 / bm as f64)
+    );
+    let random = drop_cost(&batches, DropRule::Random { keep: 0.5 }, &clock);
+    report("drop decision, random keep 0.5", args.tuples, random);
+    let semantic = drop_cost(
+        &batches,
+        DropRule::Semantic(ValueBins {
+            column: 1,
+            lo: 0.0,
+            width: 40.0 / 32.0,
+            keep: (0..34)
+                .map(|i| {
+                    if i < 17 {
+                        0.0
+                    } else if i == 17 {
+                        0.5
+                    } else {
+                        1.0
+                    }
+                })
+                .collect(),
+        }),
+        &clock,
+    );
+    report("drop decision, semantic 32 bins", args.tuples, semantic);
     drop(batches);
 
     let engine = crate::runtime::assemble::engine_for(&w).map_err(|e| anyhow::anyhow!(e))?;
@@ -137,38 +171,47 @@ fn pregenerate(w: &Workload, tuples: u64, batch_size: usize) -> Vec<Batch> {
     out
 }
 
+/// Runs `sql` over the batches on one engine, timing ingest to emission. With `monitor`,
+/// the live driver's bookkeeping runs too: each turn timed on the wall clock and the QoS
+/// monitor ticking every 100 ms, so the difference is the monitor's cost.
 fn engine_run(
-    w: &Workload,
     sql: &str,
     batches: &[Batch],
     clock: &WallClock,
+    monitor: bool,
 ) -> Result<Nanos, Failure> {
-    let s = &w.streams[0];
-    let catalog = Catalog {
-        streams: vec![(s.name.clone(), s.schema.clone())],
-    };
-    let plan = plan_query(sql, &catalog).map_err(|e| anyhow::anyhow!("{e}"))?;
-    let mut engine = Engine::new(
-        vec![StreamDef {
-            name: s.name.clone(),
-            schema: s.schema.clone(),
-        }],
-        vec![QueryDef {
-            name: "bench".into(),
-            plan,
-            latency_target: None,
-            weight: 1.0,
-        }],
-        EngineConfig::default(),
-    )
-    .map_err(|e| anyhow::anyhow!(e))?;
+    let yaml = workload_yaml(1, 1024).replace(AGG_SQL, sql);
+    let qw = spec::parse(&yaml, "<bench>").map_err(|e| anyhow::anyhow!("{e}"))?;
+    let mut engine = engine_for(&qw).map_err(|e| anyhow::anyhow!(e))?;
+    let mut controller = monitor.then(|| {
+        Controller::new(
+            &qw,
+            &mut engine,
+            Policy::none(),
+            1.0,
+            100_000_000,
+            clock.now(),
+        )
+    });
     // Copies are made before timing starts: the measurement covers engine work only.
     let copies: Vec<Batch> = batches.to_vec();
     let mut rows = 0usize;
     let start = clock.since_start();
+    let mut next_tick = start + 100_000_000;
     for b in copies {
         engine.ingest(0, b);
-        engine.run_turn(0);
+        if let Some(c) = controller.as_mut() {
+            let t0 = clock.now();
+            if let Some(turn) = engine.run_turn(t0) {
+                engine.record_busy(turn.query, clock.now() - t0);
+            }
+            if clock.since_start() >= next_tick {
+                c.tick(&mut engine, clock.now(), &qw);
+                next_tick += 100_000_000;
+            }
+        } else {
+            engine.run_turn(0);
+        }
         engine.emit(0, |e| rows += e.batch.len());
     }
     engine.flush(0);
@@ -176,6 +219,22 @@ fn engine_run(
     let elapsed = clock.since_start() - start;
     std::hint::black_box(rows);
     Ok(elapsed)
+}
+
+/// Cost of one drop decision: a drop point applying `rule` to every batch.
+fn drop_cost(batches: &[Batch], rule: DropRule, clock: &WallClock) -> Nanos {
+    let mut point = DropPoint::new(1);
+    point.install(rule);
+    let mut sel = Vec::with_capacity(1024);
+    let mut kept = 0usize;
+    let start = clock.since_start();
+    for b in batches {
+        if point.apply(b, &mut sel).is_some() {
+            kept += sel.len();
+        }
+    }
+    std::hint::black_box(kept);
+    clock.since_start() - start
 }
 
 /// What a programmer would write by hand for query (b): the yardstick for the engine.

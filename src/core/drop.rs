@@ -62,7 +62,7 @@ impl ValueBins {
     #[inline]
     pub fn bin(&self, v: f64) -> usize {
         let n = self.keep.len() - 2;
-        let x = (v - self.lo) / self.width;
+        let x = (v - self.lo) * (1.0 / self.width);
         if x.is_nan() || x < 0.0 {
             0
         } else if x >= n as f64 {
@@ -265,20 +265,28 @@ impl DropPoint {
                 }
             }
             DropRule::Semantic(bins) => {
-                for i in 0..n {
-                    let v = match &batch.columns[bins.column] {
-                        Column::Float(v) => v[i],
-                        Column::Int(v) => v[i] as f64,
-                        _ => f64::NAN,
-                    };
+                let mut decide = |i: usize, v: f64, this: &mut DropPoint| {
                     let k = bins.keep[bins.bin(v)];
-                    if binding && !self.window_keeps(batch, i, 1.0) {
-                        self.dropped[DropReason::ShedWindow.index()] += 1;
-                    } else if k >= 1.0 || (k > 0.0 && self.rng.next_u64() < threshold(k)) {
+                    if binding && !this.window_keeps(batch, i, 1.0) {
+                        this.dropped[DropReason::ShedWindow.index()] += 1;
+                    } else if k >= 1.0 || (k > 0.0 && this.rng.next_u64() < threshold(k)) {
                         sel.push(i as u32);
                     } else {
-                        self.dropped[DropReason::ShedSemantic.index()] += 1;
+                        this.dropped[DropReason::ShedSemantic.index()] += 1;
                     }
+                };
+                match &batch.columns[bins.column] {
+                    Column::Float(v) => {
+                        for (i, &x) in v.iter().enumerate() {
+                            decide(i, x, self);
+                        }
+                    }
+                    Column::Int(v) => {
+                        for (i, &x) in v.iter().enumerate() {
+                            decide(i, x as f64, self);
+                        }
+                    }
+                    _ => (0..n).for_each(|i| decide(i, f64::NAN, self)),
                 }
             }
             DropRule::Window(w) => {

@@ -1,6 +1,7 @@
 //! Horvitz-Thompson state of the groups that lost input to random shedding: the extra sums
 //! that turn a group's observed COUNT, SUM and AVG into estimates of the exact answer with
-//! 95% intervals (Babcock, Datar, Motwani, ICDE 2004: "scale the answer by 1/p").
+//! 95% intervals (Babcock, Datar, Motwani, ICDE 2004: "scale the answer by 1/p"), and the
+//! scaled group row with its side-car row built from them.
 //!
 //! Invariant: a slot holds state only once it has folded a tuple of a batch kept with
 //! probability `p < 1` (it is then *lossy*). Tuples of exact batches (`p == 1`) contribute
@@ -21,7 +22,10 @@
 //! group's plain count and sum (kept by its accumulators) supply the exact part, and
 //! `N = count + sum (w_i - 1)`, `S = sum + sum (w_i - 1) v_i`.
 
-use crate::core::expr::{Datum, Side};
+use super::accumulators::{Acc, push_estimate};
+use super::approx::{ColumnApprox, Output};
+use crate::core::expr::{Datum, Expr, Side};
+use crate::core::plan::{AggFunc, AggregatePlan};
 
 /// The normal quantile of a two-sided 95% interval, rounded as usual.
 pub const Z95: f64 = 1.96;
@@ -61,9 +65,22 @@ struct ArgSums {
     d2: Vec<f64>,
 }
 
-/// Horvitz-Thompson sums of every open group, stored column-wise by slot like `Acc`.
+/// Horvitz-Thompson sums of every open group, stored column-wise by slot like `Acc`, and
+/// how to turn them into a scaled group row.
 #[derive(Debug)]
 pub struct Scaling {
+    /// The aggregate calls and the number of group keys before them in the group row.
+    calls: Vec<AggFunc>,
+    nkeys: usize,
+    /// Call `i`'s argument index in `args` (SUM and AVG calls only): calls over the same
+    /// argument share one set of sums.
+    arg_of: Vec<Option<usize>>,
+    /// Whether call `i` is the first over its argument, the one that folds it.
+    folds: Vec<bool>,
+    /// How each group-row column of a lossy group is qualified.
+    kinds: Vec<ColumnApprox>,
+    /// Scratch: the interval of each group-row column of the row being emitted.
+    intervals: Vec<(f64, f64)>,
     /// Whether the slot has folded a tuple of a batch with keep < 1 since its reset.
     lossy: Vec<bool>,
     /// `sum (w - 1)`: added to the kept count it gives the HT count.
@@ -74,13 +91,49 @@ pub struct Scaling {
 }
 
 impl Scaling {
-    /// State for `args` SUM/AVG arguments.
-    pub fn new(args: usize) -> Scaling {
+    /// State for the aggregate calls of `plan`.
+    pub fn new(plan: &AggregatePlan) -> Scaling {
+        let mut args: Vec<&Expr> = Vec::new();
+        let mut arg_of = Vec::with_capacity(plan.aggs.len());
+        let mut folds = Vec::with_capacity(plan.aggs.len());
+        for a in &plan.aggs {
+            let (j, fold) = match (a.func, &a.arg) {
+                (AggFunc::Sum | AggFunc::Avg, Some(e)) => match args.iter().position(|x| *x == e) {
+                    Some(j) => (Some(j), false),
+                    None => {
+                        args.push(e);
+                        (Some(args.len() - 1), true)
+                    }
+                },
+                _ => (None, false),
+            };
+            arg_of.push(j);
+            folds.push(fold);
+        }
+        let nkeys = plan.keys.len();
+        let kinds = (0..nkeys)
+            .map(|_| ColumnApprox::Exact)
+            .chain(plan.aggs.iter().map(|a| match a.func {
+                AggFunc::Min => ColumnApprox::UpperBound,
+                AggFunc::Max => ColumnApprox::LowerBound,
+                _ => ColumnApprox::Interval {
+                    lo: Vec::new(),
+                    hi: Vec::new(),
+                },
+            }))
+            .chain([ColumnApprox::Exact, ColumnApprox::Exact])
+            .collect();
         Scaling {
+            calls: plan.aggs.iter().map(|a| a.func).collect(),
+            nkeys,
+            arg_of,
+            folds,
+            kinds,
+            intervals: Vec::new(),
             lossy: Vec::new(),
             excess: Vec::new(),
             var: Vec::new(),
-            args: (0..args).map(|_| ArgSums::default()).collect(),
+            args: args.iter().map(|_| ArgSums::default()).collect(),
         }
     }
 
@@ -97,7 +150,7 @@ impl Scaling {
     }
 
     /// Folds the weights of the tuples `pairs` of a batch kept with probability `keep`
-    /// (`0 < keep < 1`), making their slots lossy. Call before `update_arg`.
+    /// (`0 < keep < 1`), making their slots lossy. Call before `update_call`.
     pub fn update(&mut self, pairs: &[(u32, u32)], keep: f64) {
         let (w1, c) = weights(keep);
         for &(s, _) in pairs {
@@ -110,8 +163,13 @@ impl Scaling {
         }
     }
 
-    /// Folds the values `arg` of argument `j` for the same `pairs` and `keep` as `update`.
-    pub fn update_arg(&mut self, j: usize, pairs: &[(u32, u32)], arg: &Datum<'_>, keep: f64) {
+    /// Folds the argument values `arg` of call `i` for the same `pairs` and `keep` as
+    /// `update` (nothing for calls that are not SUM or AVG, or whose argument an earlier
+    /// call folds).
+    pub fn update_call(&mut self, i: usize, pairs: &[(u32, u32)], arg: &Datum<'_>, keep: f64) {
+        let Some(j) = self.arg_of[i].filter(|_| self.folds[i]) else {
+            return;
+        };
         let (w1, c) = weights(keep);
         let a = &mut self.args[j];
         let mut fold = |s: usize, v: f64| {
@@ -137,19 +195,47 @@ impl Scaling {
         }
     }
 
+    /// Appends the aggregate columns of lossy `slot`, which kept `kept` tuples, to the
+    /// group row being built in `out` (COUNT, SUM and AVG scaled, MIN and MAX observed),
+    /// and its side-car row: keep fraction `kept / HT count` and the intervals.
+    pub fn emit(&mut self, slot: usize, kept: i64, accs: &[Acc], out: &mut Output) {
+        let count = self.count(slot, kept);
+        self.intervals.clear();
+        self.intervals
+            .resize(self.kinds.len(), (f64::NAN, f64::NAN));
+        for (i, (acc, func)) in accs.iter().zip(&self.calls).enumerate() {
+            let col = &mut out.rows.columns[self.nkeys + i];
+            let sum = || acc.kept_sum(slot).expect("SUM and AVG sum");
+            let est = match (func, self.arg_of[i]) {
+                (AggFunc::CountStar | AggFunc::Count, _) => count,
+                (AggFunc::Sum, Some(j)) => self.sum(j, slot, sum()),
+                (AggFunc::Avg, Some(j)) => self.avg(j, slot, kept, sum()),
+                _ => {
+                    acc.emit(slot, col);
+                    continue;
+                }
+            };
+            push_estimate(col, est.value);
+            self.intervals[self.nkeys + i] = (est.lo, est.hi);
+        }
+        let row = out.rows.len();
+        let keep = kept as f64 / count.value;
+        out.approx.push_row(row, keep, &self.kinds, &self.intervals);
+    }
+
     /// The HT count of a lossy `slot` that kept `kept` tuples.
-    pub fn count(&self, slot: usize, kept: i64) -> Estimate {
+    fn count(&self, slot: usize, kept: i64) -> Estimate {
         Estimate::new(kept as f64 + self.excess[slot], self.var[slot])
     }
 
     /// The HT sum of argument `j` of a lossy `slot` whose kept values sum to `kept_sum`.
-    pub fn sum(&self, j: usize, slot: usize, kept_sum: f64) -> Estimate {
+    fn sum(&self, j: usize, slot: usize, kept_sum: f64) -> Estimate {
         let a = &self.args[j];
         Estimate::new(kept_sum + a.excess[slot], a.sq[slot])
     }
 
     /// The ratio estimate of AVG of argument `j`: HT sum over HT count.
-    pub fn avg(&self, j: usize, slot: usize, kept: i64, kept_sum: f64) -> Estimate {
+    fn avg(&self, j: usize, slot: usize, kept: i64, kept_sum: f64) -> Estimate {
         let a = &self.args[j];
         let n = kept as f64 + self.excess[slot];
         let r = (kept_sum + a.excess[slot]) / n;

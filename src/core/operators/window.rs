@@ -15,11 +15,11 @@ use std::sync::Arc;
 
 use rustc_hash::FxHashMap;
 
-use super::accumulators::{Acc, push_estimate};
-use super::approx::{ColumnApprox, Output};
-use super::scaling::{Estimate, Scaling};
+use super::accumulators::Acc;
+use super::approx::Output;
+use super::scaling::Scaling;
 use crate::core::batch::{Batch, Column};
-use crate::core::expr::{Datum, Expr};
+use crate::core::expr::Datum;
 use crate::core::plan::{AggFunc, AggregatePlan, MAX_GROUP_KEYS, TimeSource};
 use crate::core::schema::{DataType, Nanos};
 
@@ -59,14 +59,8 @@ pub struct WindowAggregate {
     accs: Vec<Acc>,
     /// The accumulator that counts each group's tuples.
     count_acc: usize,
-    /// Horvitz-Thompson sums of lossy groups; `scaled_arg[i]` is call `i`'s argument
-    /// index there (SUM and AVG calls only), and `folds_arg[i]` whether call `i` is the
-    /// first with that argument, the one that folds it.
+    /// Horvitz-Thompson sums of the groups that lost input.
     scaling: Scaling,
-    scaled_arg: Vec<Option<usize>>,
-    folds_arg: Vec<bool>,
-    /// How each group-row column of a lossy group is qualified.
-    kinds: Vec<ColumnApprox>,
     interners: Vec<Interner>,
     /// Largest time seen; `i64::MIN` before the first tuple.
     watermark: i64,
@@ -78,7 +72,6 @@ pub struct WindowAggregate {
     // Scratch reused across batches.
     pairs: Vec<(u32, u32)>,
     encoded: Vec<Vec<i64>>,
-    intervals: Vec<(f64, f64)>,
 }
 
 impl WindowAggregate {
@@ -100,37 +93,6 @@ impl WindowAggregate {
                 accs.len() - 1
             }
         };
-        // SUM and AVG calls over the same argument share one set of sums, folded once.
-        let mut args: Vec<&Expr> = Vec::new();
-        let mut scaled_arg = Vec::with_capacity(plan.aggs.len());
-        let mut folds_arg = Vec::with_capacity(plan.aggs.len());
-        for a in &plan.aggs {
-            let (j, fold) = match (a.func, &a.arg) {
-                (AggFunc::Sum | AggFunc::Avg, Some(e)) => match args.iter().position(|x| *x == e) {
-                    Some(j) => (Some(j), false),
-                    None => {
-                        args.push(e);
-                        (Some(args.len() - 1), true)
-                    }
-                },
-                _ => (None, false),
-            };
-            scaled_arg.push(j);
-            folds_arg.push(fold);
-        }
-        let nkeys = plan.keys.len();
-        let kinds = (0..nkeys)
-            .map(|_| ColumnApprox::Exact)
-            .chain(plan.aggs.iter().map(|a| match a.func {
-                AggFunc::Min => ColumnApprox::UpperBound,
-                AggFunc::Max => ColumnApprox::LowerBound,
-                _ => ColumnApprox::Interval {
-                    lo: Vec::new(),
-                    hi: Vec::new(),
-                },
-            }))
-            .chain([ColumnApprox::Exact, ColumnApprox::Exact])
-            .collect();
         WindowAggregate {
             plan: plan.clone(),
             groups: FxHashMap::default(),
@@ -139,10 +101,7 @@ impl WindowAggregate {
             windows: BTreeMap::new(),
             accs,
             count_acc,
-            scaling: Scaling::new(args.len()),
-            scaled_arg,
-            folds_arg,
-            kinds,
+            scaling: Scaling::new(plan),
             interners: plan.keys.iter().map(|_| Interner::default()).collect(),
             watermark: i64::MIN,
             due: VecDeque::new(),
@@ -150,7 +109,6 @@ impl WindowAggregate {
             late: 0,
             pairs: Vec::new(),
             encoded: vec![Vec::new(); plan.keys.len()],
-            intervals: Vec::new(),
         }
     }
 
@@ -254,11 +212,8 @@ impl WindowAggregate {
                 Some(e) => {
                     let arg = e.eval(batch);
                     acc.update(&pairs, Some(&arg));
-                    if lossy
-                        && self.folds_arg[i]
-                        && let Some(j) = self.scaled_arg[i]
-                    {
-                        self.scaling.update_arg(j, &pairs, &arg, keep);
+                    if lossy {
+                        self.scaling.update_call(i, &pairs, &arg, keep);
                     }
                 }
                 None => acc.update(&pairs, None),
@@ -354,12 +309,19 @@ impl WindowAggregate {
     }
 
     fn emit_row(&mut self, slot: usize, start: i64, end: i64, due: Nanos, out: &mut Output) {
+        let (nkeys, naggs) = (self.plan.keys.len(), self.plan.aggs.len());
         if self.scaling.is_lossy(slot) {
-            self.emit_scaled(slot, out);
+            let kept = self.accs[self.count_acc]
+                .kept_count(slot)
+                .expect("the count accumulator counts");
+            self.scaling.emit(slot, kept, &self.accs, out);
+        } else {
+            for (i, acc) in self.accs[..naggs].iter().enumerate() {
+                acc.emit(slot, &mut out.rows.columns[nkeys + i]);
+            }
         }
         let out = &mut out.rows;
         let gk = &self.slot_keys[slot];
-        let nkeys = self.plan.keys.len();
         for k in 0..nkeys {
             let v = gk.1[k];
             match (&mut out.columns[k], self.plan.key_types[k]) {
@@ -372,12 +334,6 @@ impl WindowAggregate {
                 (c, t) => unreachable!("key column {c:?} of type {t}"),
             }
         }
-        let naggs = self.plan.aggs.len();
-        if !self.scaling.is_lossy(slot) {
-            for (i, acc) in self.accs[..naggs].iter().enumerate() {
-                acc.emit(slot, &mut out.columns[nkeys + i]);
-            }
-        }
         let base = nkeys + naggs;
         for (i, v) in [(base, start), (base + 1, end)] {
             match &mut out.columns[i] {
@@ -386,36 +342,6 @@ impl WindowAggregate {
             }
         }
         out.arrival.push(due);
-    }
-
-    /// Appends the aggregate columns of a lossy `slot`, scaled, and its side-car row.
-    fn emit_scaled(&mut self, slot: usize, out: &mut Output) {
-        let nkeys = self.plan.keys.len();
-        let kept = self.accs[self.count_acc]
-            .kept_count(slot)
-            .expect("the count accumulator counts");
-        let count = self.scaling.count(slot, kept);
-        self.intervals.clear();
-        self.intervals
-            .resize(self.kinds.len(), (f64::NAN, f64::NAN));
-        for (i, (acc, call)) in self.accs.iter().zip(&self.plan.aggs).enumerate() {
-            let col = &mut out.rows.columns[nkeys + i];
-            let sum = || acc.kept_sum(slot).expect("SUM and AVG sum");
-            let est: Estimate = match (call.func, self.scaled_arg[i]) {
-                (AggFunc::CountStar | AggFunc::Count, _) => count,
-                (AggFunc::Sum, Some(j)) => self.scaling.sum(j, slot, sum()),
-                (AggFunc::Avg, Some(j)) => self.scaling.avg(j, slot, kept, sum()),
-                _ => {
-                    acc.emit(slot, col);
-                    continue;
-                }
-            };
-            push_estimate(col, est.value);
-            self.intervals[nkeys + i] = (est.lo, est.hi);
-        }
-        let row = out.rows.len();
-        let keep = kept as f64 / count.value;
-        out.approx.push_row(row, keep, &self.kinds, &self.intervals);
     }
 }
 
