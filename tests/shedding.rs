@@ -326,3 +326,75 @@ fn feedback_holds_the_target_when_the_cost_model_is_2x_too_low() {
         "the model was corrected"
     );
 }
+
+#[test]
+fn scaled_aggregates_under_random_shedding_match_the_exact_answer() {
+    // 2x overload: about half of the input is shed at random. Windows of 100 ms over two
+    // keys hold about 10,000 tuples each.
+    let text = |cores: f64| {
+        format!(
+            r#"
+name: scaled
+seed: 17
+duration: 6s
+engine: {{mode: simulated, batch_size: 200, tick: 50ms, capacity: {{cores: {cores}}}, queue_capacity: 100000000}}
+streams:
+  s:
+    schema: {{k: int, v: float, ts: timestamp}}
+    event_time: ts
+    rate: 200000
+    fields:
+      k: {{uniform: {{min: 0, max: 1}}}}
+      v: {{normal: {{mean: 50, stddev: 10}}}}
+      ts: now
+queries:
+  agg:
+    sql: SELECT k, COUNT(*) AS n, SUM(v) AS total, window_start FROM s GROUP BY k, TUMBLE(ts, INTERVAL '100' MILLISECOND)
+    qos: {{latency: {{p99: 200ms}}}}
+    cost: 10us
+"#
+        )
+    };
+    let shed = simulate(&workload(&text(1.0)), policy("random"), 1.0, None);
+    let exact = simulate(&workload(&text(10.0)), policy("none"), 1.0, None);
+    let key = |r: &Row| format!("{:?} {:?}", r.values[0], r.values[3]);
+    let reference: std::collections::HashMap<String, &Row> =
+        exact.rows.iter().map(|r| (key(r), r)).collect();
+    let (mut windows, mut close, mut covered) = (0, 0, 0);
+    for r in shed.rows.iter().filter(|r| r.keep < 0.9) {
+        let Some(e) = reference.get(&key(r)) else {
+            continue;
+        };
+        let (Scalar::Int(n_exact), Scalar::Float(s_exact)) = (&e.values[1], &e.values[2]) else {
+            unreachable!()
+        };
+        if *n_exact < 10_000 {
+            continue;
+        }
+        let (Scalar::Int(n), Scalar::Float(s)) = (&r.values[1], &r.values[2]) else {
+            unreachable!()
+        };
+        windows += 1;
+        let rel = |est: f64, exact: f64| (est - exact).abs() / exact;
+        if rel(*n as f64, *n_exact as f64) <= 0.05 && rel(*s, *s_exact) <= 0.05 {
+            close += 1;
+        }
+        let (n_ci, s_ci) = (r.ci[1].unwrap(), r.ci[2].unwrap());
+        if n_ci.0 <= *n_exact as f64
+            && *n_exact as f64 <= n_ci.1
+            && s_ci.0 <= *s_exact
+            && *s_exact <= s_ci.1
+        {
+            covered += 1;
+        }
+    }
+    assert!(
+        windows >= 50,
+        "only {windows} approximate windows to compare"
+    );
+    assert_eq!(close, windows, "COUNT and SUM within 5% in every window");
+    assert!(
+        covered as f64 >= 0.9 * windows as f64,
+        "exact inside the 95% interval in {covered} of {windows}"
+    );
+}

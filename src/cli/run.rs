@@ -88,11 +88,18 @@ pub fn run(args: RunArgs) -> Result<ExitCode, Failure> {
                 .unwrap_or_else(|| "; Ctrl-C stops".into())
         );
     }
+    let shedding = !matches!(policy.params.kind, crate::shed::ShedKind::None);
     let report = run_live(&w, engine, policy, &mut sinks.sinks, &sinks.route, &opts)?;
     eprint!(
         "{}",
         status::summary(&report.snapshot, &w.name, report.elapsed)
     );
+    if shedding {
+        eprint!(
+            "{}",
+            status::shedding_summary(&report.history, &report.snapshot)
+        );
+    }
     if report.violations > 0 {
         eprintln!(
             "  conservation ledger violated at {} ticks",
@@ -162,6 +169,12 @@ fn simulated(
         "{}",
         status::summary(&report.snapshot, &w.name, report.virtual_end)
     );
+    if shedding_policy {
+        eprint!(
+            "{}",
+            status::shedding_summary(controller.history(), &report.snapshot)
+        );
+    }
     let tuples: u64 = report.snapshot.streams.iter().map(|s| s.ingested).sum();
     eprintln!(
         "  simulated {:.1} s of virtual time in {:.2} s of wall time ({} virtual tuples/s of wall time)",

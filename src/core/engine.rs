@@ -126,6 +126,8 @@ pub struct Engine {
     views: Vec<QueueView>,
     names: Vec<Vec<String>>,
     sel: Vec<u32>,
+    /// Engine-thread time spent outside query turns (ingest, hand-off), ns.
+    overhead: u64,
 }
 
 impl Engine {
@@ -185,6 +187,7 @@ impl Engine {
             views: Vec::new(),
             names,
             sel: Vec::new(),
+            overhead: 0,
         })
     }
 
@@ -299,6 +302,12 @@ impl Engine {
     /// wall clock live, by declared cost simulated).
     pub fn record_busy(&mut self, query: usize, busy: Nanos) {
         self.queries[query].stats.busy += busy.max(0) as u64;
+    }
+
+    /// Adds engine-thread time spent outside query turns (ingest): work the shedder cannot
+    /// hand to queries.
+    pub fn record_overhead(&mut self, ns: Nanos) {
+        self.overhead += ns.max(0) as u64;
     }
 
     pub fn query_count(&self) -> usize {
@@ -465,6 +474,7 @@ impl Engine {
                 })
                 .collect(),
             queries,
+            overhead: self.overhead,
         }
     }
 }

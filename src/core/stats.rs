@@ -111,4 +111,6 @@ pub struct StreamSnapshot {
 pub struct EngineSnapshot {
     pub streams: Vec<StreamSnapshot>,
     pub queries: Vec<QuerySnapshot>,
+    /// Engine-thread time outside query turns so far (ns).
+    pub overhead: u64,
 }

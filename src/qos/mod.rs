@@ -3,6 +3,7 @@
 //! load coefficients. Everything here is arithmetic on numbers the runtime passes in: no
 //! I/O, no clock, and the per-tuple calls (`record`, `bin_of`) never allocate.
 
+mod cost;
 mod ewma;
 mod load;
 mod load_graph;
@@ -10,6 +11,7 @@ mod sliding;
 mod utility;
 mod value_hist;
 
+pub use cost::CostModel;
 pub use ewma::Ewma;
 pub use load::{LoadReport, QueryLoad, StreamLoad, engine_load, stream_coefficients};
 pub use load_graph::{ArcId, LoadGraph, LoadGraphError, OpId};

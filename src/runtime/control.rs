@@ -36,6 +36,22 @@ pub struct Controller {
     lossless: Vec<bool>,
     window_rules: Vec<Option<WindowRule>>,
     installed_queue: bool,
+    history: RunHistory,
+}
+
+/// What the control loop saw over a whole run, for the summary.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct RunHistory {
+    pub ticks: u64,
+    /// Ticks in the shedding state.
+    pub shedding_ticks: u64,
+    /// Per stream drop point: the lowest keep fraction installed.
+    pub stream_min_keep: Vec<f64>,
+    /// Per query drop point: the lowest keep fraction installed.
+    pub query_min_keep: Vec<f64>,
+    /// Per query: utility summed over ticks (for the mean) and its minimum.
+    pub utility_sum: Vec<f64>,
+    pub utility_min: Vec<f64>,
 }
 
 impl Controller {
@@ -66,6 +82,13 @@ impl Controller {
                 .collect(),
             window_rules,
             installed_queue: false,
+            history: RunHistory {
+                stream_min_keep: vec![1.0; engine.stream_count()],
+                query_min_keep: vec![1.0; engine.query_count()],
+                utility_sum: vec![0.0; engine.query_count()],
+                utility_min: vec![1.0; engine.query_count()],
+                ..RunHistory::default()
+            },
         }
     }
 
@@ -79,13 +102,18 @@ impl Controller {
         &self.policy
     }
 
+    /// The run so far, as the summary reports it.
+    pub fn history(&self) -> &RunHistory {
+        &self.history
+    }
+
     pub fn violations(&self) -> u64 {
         self.monitor.violations()
     }
 
     /// Measures the tick ending at `now`, plans, installs, and reports.
     pub fn tick(&mut self, engine: &mut Engine, now: Nanos, w: &Workload) -> ControlReport {
-        let qos = self.monitor.tick(engine, now);
+        let mut qos = self.monitor.tick(engine, now);
         if !self.installed_queue {
             if let Some(c) = self.policy.queue_capacity {
                 engine.install(&DropRules {
@@ -134,13 +162,23 @@ impl Controller {
                     }
                 })
                 .collect(),
-            capacity: self.capacity,
+            // Work that does not shrink with shedding (closing windows) is not capacity the
+            // load model can hand out,
+            // nor is the engine's own work outside query turns (ingest).
+            capacity: (self.capacity
+                - qos.overhead
+                - if self.model_costs.is_some() {
+                    0.0
+                } else {
+                    qos.queries.iter().map(|q| q.fixed_cost).sum::<f64>()
+                })
+            .max(0.0),
             policy: self.policy.params,
         };
         let p = plan(&input, &mut self.state);
         let rules = self.rules(&p);
         let stream_keep = p.streams.clone();
-        let query_keep = p
+        let query_keep: Vec<f64> = p
             .queries
             .iter()
             .map(|d| match d {
@@ -151,6 +189,27 @@ impl Controller {
             .collect();
         if !matches!(self.policy.params.kind, ShedKind::None | ShedKind::TailDrop) {
             engine.install(&rules);
+        }
+        let h = &mut self.history;
+        h.ticks += 1;
+        h.shedding_ticks += p.shedding as u64;
+        for (m, k) in h.stream_min_keep.iter_mut().zip(&stream_keep) {
+            *m = m.min(*k);
+        }
+        for (m, k) in h.query_min_keep.iter_mut().zip(&query_keep) {
+            *m = m.min(*k);
+        }
+        // A semantic drop sheds the least valuable tuples first: its utility is the share
+        // of value kept (from the plan), not the loss-tolerance graph at the share of
+        // tuples kept.
+        for ((q, d), u) in qos.queries.iter_mut().zip(&p.queries).zip(&p.utility) {
+            if matches!(d, QueryDrop::Semantic(_)) {
+                q.utility = *u;
+            }
+        }
+        for (i, q) in qos.queries.iter().enumerate() {
+            h.utility_sum[i] += q.utility;
+            h.utility_min[i] = h.utility_min[i].min(q.utility);
         }
         ControlReport {
             qos,

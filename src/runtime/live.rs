@@ -35,6 +35,7 @@ pub struct RunReport {
     pub interrupted: bool,
     /// Control ticks whose conservation ledger did not balance (0 unless there is a bug).
     pub violations: u64,
+    pub history: super::control::RunHistory,
 }
 
 type Message = (usize, Batch);
@@ -120,7 +121,9 @@ pub fn run_live(
                 sources_stop.store(true, Ordering::Relaxed);
             }
         }
+        let t0 = clock.now();
         disconnected |= drain(&rx, &mut engine);
+        engine.record_overhead(clock.now() - t0);
         if engine.has_work() {
             let start = clock.now();
             if let Some(turn) = engine.run_turn(start) {
@@ -160,6 +163,7 @@ pub fn run_live(
         elapsed: clock.since_start(),
         interrupted,
         violations: controller.violations(),
+        history: controller.history().clone(),
     })
 }
 

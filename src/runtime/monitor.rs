@@ -8,7 +8,7 @@ use hdrhistogram::Histogram;
 use crate::core::engine::{Engine, ValueObserver};
 use crate::core::schema::Nanos;
 use crate::core::stats::{EngineSnapshot, latency_histogram};
-use crate::qos::{Ewma, ValueHistogram, loss_utility};
+use crate::qos::{CostModel, Ewma, ValueHistogram, loss_utility};
 use crate::spec::{QosSpec, Workload};
 
 /// Bins of a value histogram between the first and last point of a value-utility curve.
@@ -32,8 +32,10 @@ pub struct QueryQos {
     /// Queued tuples and the age of the oldest one (input queueing delay, ns).
     pub queued: usize,
     pub queue_delay: Nanos,
-    /// Processing cost per input tuple, ns (EWMA of busy time per tuple processed).
+    /// Processing cost per input tuple, ns, and work per second independent of the input
+    /// (closing windows), ns/s: a least-squares fit of busy time against tuples per tick.
     pub cost: f64,
+    pub fixed_cost: f64,
     /// Results per processed tuple.
     pub selectivity: f64,
     /// Result latency percentiles over the sliding window (ns).
@@ -68,6 +70,8 @@ pub struct QosSnapshot {
     pub queries: Vec<QueryQos>,
     /// Busy share of the engine over the last tick, 0..1 (can exceed 1 with several cores).
     pub busy: f64,
+    /// Engine work outside query turns (ingest), ns per second, smoothed.
+    pub overhead: f64,
     /// Ticks whose ledger did not balance (0 unless there is a bug).
     pub violations: u64,
     /// The engine counters this snapshot was computed from.
@@ -76,7 +80,7 @@ pub struct QosSnapshot {
 
 struct QueryTrack {
     qos: Option<QosSpec>,
-    cost: Ewma,
+    cost: CostModel,
     delivered: Ewma,
     ring: Vec<Histogram<u64>>,
     sum: Histogram<u64>,
@@ -93,6 +97,7 @@ pub struct Monitor {
     prev: Option<EngineSnapshot>,
     prev_at: Nanos,
     violations: u64,
+    overhead: Ewma,
 }
 
 impl Monitor {
@@ -121,7 +126,7 @@ impl Monitor {
                 });
                 QueryTrack {
                     qos: q.qos.clone(),
-                    cost: Ewma::new(ALPHA),
+                    cost: CostModel::default(),
                     delivered: Ewma::new(ALPHA),
                     ring: (0..window_ticks.max(1))
                         .map(|_| latency_histogram())
@@ -139,6 +144,7 @@ impl Monitor {
             prev: None,
             prev_at: start,
             violations: 0,
+            overhead: Ewma::new(ALPHA),
         }
     }
 
@@ -184,9 +190,7 @@ impl Monitor {
             let processed = (q.processed - p.processed) as f64;
             let busy = (q.busy - p.busy) as f64;
             busy_total += busy;
-            if processed > 0.0 {
-                t.cost.update(busy / processed);
-            }
+            t.cost.update(processed, busy, dt);
             let offered = (q.offered - p.offered) as f64;
             let dropped: u64 = q.dropped.iter().sum::<u64>() - p.dropped.iter().sum::<u64>();
             if offered > 0.0 {
@@ -241,7 +245,8 @@ impl Monitor {
                 rate_out: win_out / win_secs,
                 queued: q.queued as usize,
                 queue_delay,
-                cost: t.cost.value().unwrap_or(0.0),
+                cost: t.cost.per_tuple(),
+                fixed_cost: t.cost.fixed(),
                 selectivity: if processed > 0.0 {
                     (q.results - p.results) as f64 / processed
                 } else {
@@ -270,6 +275,10 @@ impl Monitor {
             streams,
             queries,
             busy: busy_total / (dt * 1e9),
+            overhead: self
+                .overhead
+                .update((snap.overhead - prev.overhead) as f64 / dt)
+                .unwrap_or(0.0),
             violations: self.violations,
             engine: snap,
         }
@@ -291,6 +300,7 @@ pub fn zeroed(s: &EngineSnapshot) -> EngineSnapshot {
         st.ingested = 0;
         st.dropped = [0; 4];
     }
+    z.overhead = 0;
     for q in &mut z.queries {
         q.offered = 0;
         q.dropped = [0; 4];

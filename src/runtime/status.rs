@@ -6,7 +6,7 @@ use std::fmt::Write as _;
 use crate::core::drop::DropReason;
 use crate::core::schema::Nanos;
 use crate::core::stats::EngineSnapshot;
-use crate::runtime::control::ControlReport;
+use crate::runtime::control::{ControlReport, RunHistory};
 
 fn ms(n: Nanos) -> f64 {
     n as f64 / 1e6
@@ -124,6 +124,34 @@ pub fn summary(snap: &EngineSnapshot, name: &str, elapsed: Nanos) -> String {
                 100.0 * (q.offered - q.shed() - q.queue_full()) as f64 / q.offered.max(1) as f64
             );
         }
+    }
+    s
+}
+
+/// The shedding part of the summary: how long the shedder was active, the lowest keep
+/// fraction at each drop point, and each query's utility over the run.
+pub fn shedding_summary(h: &RunHistory, snap: &EngineSnapshot) -> String {
+    let mut s = String::new();
+    if h.ticks == 0 {
+        return s;
+    }
+    let _ = writeln!(
+        s,
+        "  shedding: active {} of {} control ticks",
+        h.shedding_ticks, h.ticks
+    );
+    for (st, k) in snap.streams.iter().zip(&h.stream_min_keep) {
+        let _ = writeln!(s, "    drop point stream {}: lowest keep {:.2}", st.name, k);
+    }
+    for (i, q) in snap.queries.iter().enumerate() {
+        let _ = writeln!(
+            s,
+            "    drop point query {}: lowest keep {:.2}; utility mean {:.2}, lowest {:.2}",
+            q.name,
+            h.query_min_keep[i],
+            h.utility_sum[i] / h.ticks as f64,
+            h.utility_min[i],
+        );
     }
     s
 }

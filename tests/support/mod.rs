@@ -22,6 +22,8 @@ pub struct Row {
     pub values: Vec<Scalar>,
     /// Effective keep fraction of the row's input (1 when exact).
     pub keep: f64,
+    /// 95% interval of each column, where the column is a scaled estimate.
+    pub ci: Vec<Option<(f64, f64)>>,
 }
 
 pub struct Run {
@@ -72,6 +74,9 @@ pub fn simulate(
                     latency: e.emitted_at - e.batch.arrival[i],
                     values: e.batch.row(i, e.types),
                     keep: e.approx.map_or(1.0, |a| a.keep[i]),
+                    ci: (0..e.types.len())
+                        .map(|c| e.approx.and_then(|a| a.interval(c, i)))
+                        .collect(),
                 });
             }
         },
