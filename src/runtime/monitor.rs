@@ -173,9 +173,15 @@ impl Monitor {
             .zip(&mut self.rates)
             .map(|((s, p), ewma)| StreamQos {
                 name: s.name.clone(),
-                rate: ewma
-                    .update((s.ingested - p.ingested) as f64 / dt)
-                    .unwrap_or(0.0),
+                rate: {
+                    // A rising rate is believed at once (a surge must be met within a
+                    // tick); a falling one is smoothed, so shedding stops gently.
+                    let r = (s.ingested - p.ingested) as f64 / dt;
+                    if ewma.value().is_some_and(|v| r > v) {
+                        ewma.reset();
+                    }
+                    ewma.update(r).unwrap_or(0.0)
+                },
             })
             .collect();
         let mut busy_total = 0.0;

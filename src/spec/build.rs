@@ -85,6 +85,12 @@ fn build_engine(diag: &mut Diagnostics, e: &EngineConfig) -> EngineSettings {
     let workers = at_least_one("workers", e.workers, d.workers);
     let batch_size = at_least_one("batch_size", e.batch_size, d.batch_size);
     let queue_capacity = at_least_one("queue_capacity", e.queue_capacity, d.queue_capacity);
+    if workers > 1 {
+        diag.at(
+            "engine.workers",
+            format!("only 1 engine worker is supported yet, got {workers}"),
+        );
+    }
     let tick = match e.tick {
         Some(t) if t.0 <= 0 => {
             diag.at("engine.tick", "tick must be positive, e.g. 100ms");

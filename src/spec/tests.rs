@@ -68,7 +68,7 @@ seed: 42
 duration: 2m
 engine:
   mode: simulated
-  workers: 2
+  workers: 1
   tick: 50ms
   batch_size: 64
   queue_capacity: 5000
@@ -136,7 +136,7 @@ fn a_full_workload_parses_into_typed_values() {
         w.engine,
         EngineSettings {
             mode: Mode::Simulated,
-            workers: 2,
+            workers: 1,
             cores: 1.0,
             tick: 50_000_000,
             batch_size: 64,
