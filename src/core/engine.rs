@@ -8,8 +8,10 @@
 
 use std::sync::Arc;
 
-use super::batch::{Batch, Column};
-use super::drop::{DropCounts, DropPoint, DropReason, DropRule};
+use super::batch::Batch;
+use super::drop::{DropPoint, DropReason};
+pub use super::ingest::{DropRules, ValueObserver};
+use super::ingest::{add, diff, mix, observe};
 use super::operators::{Output, Pipeline, ResultApprox};
 use super::plan::QueryPlan;
 use super::queue::{Admit, InputQueue, Queued};
@@ -49,26 +51,6 @@ impl Default for EngineConfig {
             seed: 0,
         }
     }
-}
-
-/// What the shedder installs: a rule per stream and per query drop point, and optionally
-/// a new input queue bound (tail-drop).
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct DropRules {
-    pub streams: Vec<DropRule>,
-    pub queries: Vec<DropRule>,
-    pub queue_capacity: Option<usize>,
-}
-
-/// Counts of one numeric field's values in fixed bins, taken at ingest before any drop
-/// (the value histogram semantic shedding plans from). Bin layout as `ValueBins`.
-#[derive(Clone, Debug, PartialEq)]
-pub struct ValueObserver {
-    pub column: usize,
-    pub lo: f64,
-    pub width: f64,
-    /// `n + 2` counts: underflow, `n` bins, overflow.
-    pub counts: Vec<u64>,
 }
 
 #[derive(Debug, thiserror::Error, PartialEq)]
@@ -476,42 +458,5 @@ impl Engine {
             queries,
             overhead: self.overhead,
         }
-    }
-}
-
-fn mix(seed: u64, i: u64) -> u64 {
-    let mut z = seed ^ i.wrapping_mul(0x9E37_79B9_7F4A_7C15);
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    z ^ (z >> 31)
-}
-
-fn diff(a: &DropCounts, b: &DropCounts) -> DropCounts {
-    std::array::from_fn(|i| a[i] - b[i])
-}
-
-fn add(a: &mut DropCounts, b: &DropCounts) {
-    for (x, y) in a.iter_mut().zip(b) {
-        *x += y;
-    }
-}
-
-fn observe(o: &mut ValueObserver, batch: &Batch) {
-    let n = o.counts.len() - 2;
-    let mut count = |v: f64| {
-        let x = (v - o.lo) / o.width;
-        let bin = if x.is_nan() || x < 0.0 {
-            0
-        } else if x >= n as f64 {
-            n + 1
-        } else {
-            1 + x as usize
-        };
-        o.counts[bin] += 1;
-    };
-    match &batch.columns[o.column] {
-        Column::Float(v) => v.iter().for_each(|&x| count(x)),
-        Column::Int(v) => v.iter().for_each(|&x| count(x as f64)),
-        _ => {}
     }
 }

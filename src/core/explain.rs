@@ -3,27 +3,9 @@
 
 use std::fmt::Write as _;
 
-use super::expr::{BinOp, Expr};
+use super::expr::Expr;
 use super::plan::{AggFunc, PlanBody, QueryPlan, TimeSource, fmt_nanos};
 use super::schema::{Scalar, Schema};
-
-fn op(o: BinOp) -> &'static str {
-    match o {
-        BinOp::Add => "+",
-        BinOp::Sub => "-",
-        BinOp::Mul => "*",
-        BinOp::Div => "/",
-        BinOp::Mod => "%",
-        BinOp::Eq => "=",
-        BinOp::NotEq => "<>",
-        BinOp::Lt => "<",
-        BinOp::LtEq => "<=",
-        BinOp::Gt => ">",
-        BinOp::GtEq => ">=",
-        BinOp::And => "AND",
-        BinOp::Or => "OR",
-    }
-}
 
 /// `e` as text, naming column `i` by `names[i]`.
 pub fn expr_text(e: &Expr, names: &[String]) -> String {
@@ -35,7 +17,7 @@ pub fn expr_text(e: &Expr, names: &[String]) -> String {
         Expr::Binary { op: o, left, right } => format!(
             "({} {} {})",
             expr_text(left, names),
-            op(*o),
+            o.symbol(),
             expr_text(right, names)
         ),
         Expr::Not(e) => format!("NOT {}", expr_text(e, names)),

@@ -3,10 +3,12 @@
 //! argument, which is what makes simulated runs reproducible bit for bit.
 
 pub mod batch;
+mod datum;
 pub mod drop;
 pub mod engine;
 pub mod explain;
 pub mod expr;
+mod ingest;
 pub mod operators;
 pub mod plan;
 pub mod queue;

@@ -59,20 +59,25 @@ pub fn parse(text: &str, file: &str) -> Result<Workload, SpecErrors> {
 
 /// Reads the file at `path` and parses it. The only file access of the library.
 pub fn load_file(path: impl AsRef<Path>) -> Result<Workload, SpecErrors> {
-    let path = path.as_ref();
+    let (text, name) = read_text(path.as_ref(), "workload")?;
+    parse(&text, &name)
+}
+
+/// The text of the file at `path` and its name for messages; a read failure is a located
+/// error like any other (`what` names the kind of file).
+pub(crate) fn read_text(path: &Path, what: &str) -> Result<(String, String), SpecErrors> {
     let name = path.display().to_string();
-    match std::fs::read_to_string(path) {
-        Ok(text) => parse(&text, &name),
-        Err(e) => Err(SpecErrors {
+    std::fs::read_to_string(path)
+        .map(|text| (text, name.clone()))
+        .map_err(|e| SpecErrors {
             errors: vec![SpecError {
                 file: name,
                 line: 1,
                 column: 1,
                 path: String::new(),
-                message: format!("cannot read the workload file: {e}"),
+                message: format!("cannot read the {what} file: {e}"),
             }],
-        }),
-    }
+        })
 }
 
 /// `parse` with the SQL planner as a parameter, so the rest can be tested on its own.

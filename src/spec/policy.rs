@@ -235,20 +235,8 @@ pub fn parse_policy(text: &str, file: &str) -> Result<Policy, SpecErrors> {
 
 /// Reads and parses a policy file.
 pub fn load_policy(path: impl AsRef<std::path::Path>) -> Result<Policy, SpecErrors> {
-    let path = path.as_ref();
-    let name = path.display().to_string();
-    match std::fs::read_to_string(path) {
-        Ok(text) => parse_policy(&text, &name),
-        Err(e) => Err(SpecErrors {
-            errors: vec![SpecError {
-                file: name,
-                line: 1,
-                column: 1,
-                path: String::new(),
-                message: format!("cannot read the policy file: {e}"),
-            }],
-        }),
-    }
+    let (text, name) = super::read_text(path.as_ref(), "policy")?;
+    parse_policy(&text, &name)
 }
 
 #[cfg(test)]

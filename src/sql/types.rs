@@ -46,24 +46,6 @@ pub(super) fn comparable(l: Typed, r: Typed) -> Option<(Typed, Typed)> {
     }
 }
 
-fn op_text(op: BinOp) -> &'static str {
-    match op {
-        BinOp::Add => "+",
-        BinOp::Sub => "-",
-        BinOp::Mul => "*",
-        BinOp::Div => "/",
-        BinOp::Mod => "%",
-        BinOp::Eq => "=",
-        BinOp::NotEq => "<>",
-        BinOp::Lt => "<",
-        BinOp::LtEq => "<=",
-        BinOp::Gt => ">",
-        BinOp::GtEq => ">=",
-        BinOp::And => "AND",
-        BinOp::Or => "OR",
-    }
-}
-
 /// The physical operator for a SQL binary operator, `None` if unsupported.
 pub(super) fn bin_op(op: &ast::BinaryOperator) -> Option<BinOp> {
     use ast::BinaryOperator as B;
@@ -131,7 +113,7 @@ pub(super) fn binary(
             format!(
                 "type mismatch: `{}` applies {} to {lt} and {rt}",
                 text(),
-                op_text(op)
+                BinOp::symbol(op)
             ),
             e,
         )),

@@ -1,0 +1,154 @@
+//! Values of evaluated expressions: a `Datum` borrows a column of the batch where it can and
+//! owns a column or holds a constant otherwise; `Side` views one operand as a constant or a
+//! slice, so kernels are tight loops with no per-row dispatch.
+
+use std::sync::Arc;
+
+use super::batch::Column;
+use super::schema::Scalar;
+
+/// The result of evaluating an expression: borrowed from the batch where possible.
+#[derive(Debug)]
+pub enum Datum<'a> {
+    Ints(&'a [i64]),
+    Floats(&'a [f64]),
+    Strs(&'a [Arc<str>]),
+    Bools(&'a [bool]),
+    Owned(Column),
+    Int(i64),
+    Float(f64),
+    Str(Arc<str>),
+    Bool(bool),
+}
+
+/// One operand seen as either a constant or a slice of values.
+#[derive(Clone, Copy, Debug)]
+pub enum Side<'a, T> {
+    One(T),
+    Many(&'a [T]),
+}
+
+impl<T: Copy> Side<'_, T> {
+    /// The value at `row` (a constant has the same value at every row).
+    #[inline]
+    pub fn at(&self, row: usize) -> T {
+        match self {
+            Side::One(v) => *v,
+            Side::Many(v) => v[row],
+        }
+    }
+}
+
+impl<'a> Datum<'a> {
+    pub(super) fn from_column(c: &'a Column) -> Datum<'a> {
+        match c {
+            Column::Int(v) => Datum::Ints(v),
+            Column::Float(v) => Datum::Floats(v),
+            Column::Str(v) => Datum::Strs(v),
+            Column::Bool(v) => Datum::Bools(v),
+        }
+    }
+
+    pub(super) fn from_scalar(s: &Scalar) -> Datum<'a> {
+        match s {
+            Scalar::Int(v) | Scalar::Timestamp(v) => Datum::Int(*v),
+            Scalar::Float(v) => Datum::Float(*v),
+            Scalar::Str(v) => Datum::Str(v.clone()),
+            Scalar::Bool(v) => Datum::Bool(*v),
+        }
+    }
+
+    pub fn ints(&self) -> Side<'_, i64> {
+        match self {
+            Datum::Ints(v) => Side::Many(v),
+            Datum::Owned(Column::Int(v)) => Side::Many(v),
+            Datum::Int(v) => Side::One(*v),
+            other => unreachable!("expected ints, got {other:?}"),
+        }
+    }
+
+    pub fn floats(&self) -> Side<'_, f64> {
+        match self {
+            Datum::Floats(v) => Side::Many(v),
+            Datum::Owned(Column::Float(v)) => Side::Many(v),
+            Datum::Float(v) => Side::One(*v),
+            other => unreachable!("expected floats, got {other:?}"),
+        }
+    }
+
+    pub fn bools(&self) -> Side<'_, bool> {
+        match self {
+            Datum::Bools(v) => Side::Many(v),
+            Datum::Owned(Column::Bool(v)) => Side::Many(v),
+            Datum::Bool(v) => Side::One(*v),
+            other => unreachable!("expected bools, got {other:?}"),
+        }
+    }
+
+    pub fn str_at(&self, row: usize) -> &str {
+        match self {
+            Datum::Strs(v) => &v[row],
+            Datum::Owned(Column::Str(v)) => &v[row],
+            Datum::Str(v) => v,
+            other => unreachable!("expected strings, got {other:?}"),
+        }
+    }
+
+    pub fn is_str(&self) -> bool {
+        matches!(
+            self,
+            Datum::Strs(_) | Datum::Str(_) | Datum::Owned(Column::Str(_))
+        )
+    }
+
+    pub fn storage(&self) -> u8 {
+        match self {
+            Datum::Ints(_) | Datum::Int(_) | Datum::Owned(Column::Int(_)) => 0,
+            Datum::Floats(_) | Datum::Float(_) | Datum::Owned(Column::Float(_)) => 1,
+            Datum::Strs(_) | Datum::Str(_) | Datum::Owned(Column::Str(_)) => 2,
+            Datum::Bools(_) | Datum::Bool(_) | Datum::Owned(Column::Bool(_)) => 3,
+        }
+    }
+
+    /// The value as a bool slice view for predicates: `Ok(slice)` or a constant.
+    pub fn as_bools(&self) -> Result<&[bool], bool> {
+        match self.bools() {
+            Side::Many(v) => Ok(v),
+            Side::One(b) => Err(b),
+        }
+    }
+
+    /// Appends `n` rows of this value to `out` (which has the same storage type).
+    pub fn append_to(&self, out: &mut Column, n: usize) {
+        match (self, out) {
+            (Datum::Owned(c), out) => out.extend_from(c),
+            (Datum::Ints(v), Column::Int(o)) => o.extend_from_slice(v),
+            (Datum::Floats(v), Column::Float(o)) => o.extend_from_slice(v),
+            (Datum::Strs(v), Column::Str(o)) => o.extend_from_slice(v),
+            (Datum::Bools(v), Column::Bool(o)) => o.extend_from_slice(v),
+            (Datum::Int(v), Column::Int(o)) => o.extend(std::iter::repeat_n(*v, n)),
+            (Datum::Int(v), Column::Float(o)) => o.extend(std::iter::repeat_n(*v as f64, n)),
+            (Datum::Float(v), Column::Float(o)) => o.extend(std::iter::repeat_n(*v, n)),
+            (Datum::Str(v), Column::Str(o)) => o.extend(std::iter::repeat_n(v.clone(), n)),
+            (Datum::Bool(v), Column::Bool(o)) => o.extend(std::iter::repeat_n(*v, n)),
+            (d, o) => unreachable!("append {d:?} to {o:?}"),
+        }
+    }
+
+    /// The value materialised as an owned column of `n` rows.
+    pub fn into_column(self, n: usize) -> Column {
+        match self {
+            Datum::Owned(c) => c,
+            d => {
+                let mut c = match d.storage() {
+                    0 => Column::Int(Vec::with_capacity(n)),
+                    1 => Column::Float(Vec::with_capacity(n)),
+                    2 => Column::Str(Vec::with_capacity(n)),
+                    _ => Column::Bool(Vec::with_capacity(n)),
+                };
+                d.append_to(&mut c, n);
+                c
+            }
+        }
+    }
+}
