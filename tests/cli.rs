@@ -142,3 +142,77 @@ fn ctrl_c_drains_flushes_and_prints_the_summary() {
     assert_eq!(rest.matches("balanced").count(), 3, "{rest}");
     assert!(rest.contains("queued 0"), "queues drained: {rest}");
 }
+
+#[test]
+fn ctrl_c_stops_a_simulated_run_cleanly_too() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut child = spillway()
+        .args([
+            "run",
+            "workloads/quickstart.yaml",
+            "--simulated",
+            "--duration",
+            "1h",
+        ])
+        .arg("--out")
+        .arg(dir.path())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+    for line in lines.by_ref() {
+        if line.unwrap().contains("in ") {
+            break;
+        }
+    }
+    let killed = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    let rest: Vec<String> = lines.map(|l| l.unwrap()).collect();
+    let status = child.wait().unwrap();
+    let rest = rest.join("\n");
+    assert_eq!(status.code(), Some(130), "{rest}");
+    assert!(rest.contains("summary of `quickstart`"), "{rest}");
+    assert_eq!(rest.matches("balanced").count(), 3, "{rest}");
+    // Every line written is whole: sinks were flushed, not cut off.
+    let text = std::fs::read_to_string(dir.path().join("very_hot.jsonl")).unwrap();
+    assert!(text.ends_with('\n'));
+    for line in text.lines() {
+        serde_json::from_str::<serde_json::Value>(line).unwrap();
+    }
+}
+
+#[test]
+fn a_closed_stdout_ends_the_run() {
+    let mut child = spillway()
+        .args([
+            "run",
+            "workloads/quickstart.yaml",
+            "--quiet",
+            "--duration",
+            "60s",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut first = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut first)
+        .unwrap();
+    // The reader is gone (dropped): the run must stop well before its 60 s.
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    let after: f64 = err
+        .split("after ")
+        .nth(1)
+        .and_then(|t| t.split(' ').next())
+        .and_then(|t| t.parse().ok())
+        .unwrap_or_else(|| panic!("no summary in {err}"));
+    assert!(after < 30.0, "ran {after} s after its reader left");
+    assert!(first.starts_with("{\"query\":"));
+}

@@ -40,6 +40,7 @@ fn run(w: &spec::Workload) -> (Vec<String>, spillway::core::stats::EngineSnapsho
         engine(w),
         &settings,
         None,
+        &|| false,
         |e| {
             for i in 0..e.batch.len() {
                 rows.push(format!("{} {:?}", e.query, e.batch.row(i, e.types)));

@@ -102,6 +102,7 @@ fn run(case: &Case, batch_size: usize, scheduler: SchedulerKind) -> Vec<Vec<Scal
             plan,
             latency_target: None,
             weight: 1.0,
+            lossless: false,
         }],
         EngineConfig {
             queue_capacity: 1 << 20,

@@ -398,3 +398,38 @@ queries:
         "exact inside the 95% interval in {covered} of {windows}"
     );
 }
+
+#[test]
+fn a_lossless_query_loses_nothing_even_to_a_full_queue() {
+    let text = r#"
+name: lossless
+seed: 4
+duration: 3s
+engine: {mode: simulated, batch_size: 100, queue_capacity: 1000}
+streams:
+  s:
+    schema: {k: int, v: float}
+    rate: 100000
+queries:
+  careful:
+    sql: SELECT k FROM s
+    qos: {latency: {p99: 5s}, lossless: true}
+    cost: 6us
+  casual:
+    sql: SELECT k, v FROM s
+    qos: {latency: {p99: 100ms}}
+    cost: 6us
+"#;
+    // 1.2 cores of work on one: tail-drop's bound (5000) and the engine's (1000) apply to
+    // `casual` only.
+    for kind in ["none", "tail-drop", "random"] {
+        let run = simulate(&workload(text), policy(kind), 1.0, None);
+        let careful = &run.snapshot.queries[0];
+        assert_eq!(careful.queue_full(), 0, "{kind}");
+        assert_eq!(careful.shed(), 0, "{kind}");
+        assert_eq!(careful.processed, careful.offered, "{kind}");
+        if kind != "random" {
+            assert!(run.snapshot.queries[1].queue_full() > 0, "{kind}");
+        }
+    }
+}

@@ -9,6 +9,7 @@ use clap::Args;
 use rustc_hash::FxHashMap;
 
 use super::Failure;
+use super::outln;
 use crate::core::batch::{Batch, Column};
 use crate::core::drop::{DropPoint, DropRule, ValueBins};
 use crate::core::schema::Nanos;
@@ -21,11 +22,18 @@ use crate::spec::{self, Policy, Workload};
 #[derive(Args, Debug)]
 pub struct BenchArgs {
     /// Tuples per measurement.
-    #[arg(long, default_value_t = 10_000_000)]
+    #[arg(long, default_value_t = 10_000_000, value_parser = clap::value_parser!(u64).range(1..))]
     pub tuples: u64,
     /// Tuples per batch.
-    #[arg(long, default_value_t = 1024)]
+    #[arg(long, default_value_t = 1024, value_parser = parse_batch_size)]
     pub batch_size: usize,
+}
+
+fn parse_batch_size(s: &str) -> Result<usize, String> {
+    match s.parse::<usize>() {
+        Ok(n) if (1..=1 << 20).contains(&n) => Ok(n),
+        _ => Err(format!("`{s}` is not a batch size: use 1 to 1048576")),
+    }
 }
 
 const FILTER_SQL: &str = "SELECT sensor, temp, ts FROM readings WHERE temp > -1000.0";
@@ -88,7 +96,7 @@ pub fn bench(args: BenchArgs) -> Result<ExitCode, Failure> {
         args.tuples,
         bm,
     );
-    println!(
+    outln!(
         "    the monitor costs {:.1}% of throughput",
         100.0 * (1.0 - b as f64 / bm as f64)
     );
@@ -146,7 +154,7 @@ pub fn bench(args: BenchArgs) -> Result<ExitCode, Failure> {
 
 fn report(what: &str, tuples: u64, elapsed: Nanos) {
     let secs = elapsed as f64 / 1e9;
-    println!(
+    outln!(
         "{what}: {tuples} tuples in {secs:.3} s = {:.1} M tuples/s ({:.1} ns/tuple)",
         tuples as f64 / secs / 1e6,
         elapsed as f64 / tuples as f64

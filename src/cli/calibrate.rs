@@ -9,6 +9,7 @@ use std::sync::atomic::AtomicBool;
 
 use clap::Args;
 
+use super::outln;
 use super::{Failure, load_workload};
 use crate::core::plan::fmt_nanos;
 use crate::runtime::assemble::engine_for;
@@ -19,9 +20,16 @@ use crate::spec::{Policy, parse_duration};
 pub struct CalibrateArgs {
     /// The workload YAML file.
     pub workload: PathBuf,
-    /// How long to measure (default 5s).
-    #[arg(long, value_parser = parse_duration, default_value = "5s")]
+    /// How long to measure.
+    #[arg(long, value_parser = positive_duration, default_value = "5s")]
     pub duration: i64,
+}
+
+fn positive_duration(s: &str) -> Result<i64, String> {
+    match parse_duration(s)? {
+        d if d >= 100_000_000 => Ok(d),
+        _ => Err(format!("`{s}` is too short to measure: use at least 100ms")),
+    }
 }
 
 pub fn calibrate(args: CalibrateArgs) -> Result<ExitCode, Failure> {
@@ -40,19 +48,19 @@ pub fn calibrate(args: CalibrateArgs) -> Result<ExitCode, Failure> {
     let route = vec![None; w.queries.len()];
     let report = run_live(&w, engine, Policy::none(), &mut [], &route, &opts)?;
     let busy: u64 = report.snapshot.queries.iter().map(|q| q.busy).sum();
-    println!(
+    outln!(
         "# measured by `spillway calibrate` over {:.1} s; the engine thread was busy {:.0}% of the time",
         report.elapsed as f64 / 1e9,
         100.0 * busy as f64 / report.elapsed.max(1) as f64
     );
-    println!("queries:");
+    outln!("queries:");
     for q in &report.snapshot.queries {
         if q.processed == 0 {
-            println!("  {}:    # processed nothing: no cost measured", q.name);
+            outln!("  {}:    # processed nothing: no cost measured", q.name);
             continue;
         }
         let ns = (q.busy as f64 / q.processed as f64).round().max(1.0) as i64;
-        println!(
+        outln!(
             "  {}:\n    cost: {}    # {} tuples, {:.1} ms busy",
             q.name,
             fmt_nanos(ns),

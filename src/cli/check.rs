@@ -5,8 +5,11 @@ use std::process::ExitCode;
 
 use clap::Args;
 
+use super::outln;
 use super::{Failure, load_workload};
 use crate::core::explain::describe;
+use crate::runtime::simulated::SimSettings;
+use crate::spec::Mode;
 
 #[derive(Args, Debug)]
 pub struct CheckArgs {
@@ -16,13 +19,20 @@ pub struct CheckArgs {
 
 pub fn check(args: CheckArgs) -> Result<ExitCode, Failure> {
     let w = load_workload(&args.workload)?;
-    println!(
+    // What `run` would refuse, `check` refuses too.
+    let policy = super::run::resolve_policy(&args.workload, &w, None)?;
+    if w.engine.mode == Mode::Simulated {
+        SimSettings::from_workload(&w, None)
+            .map_err(|e| Failure::BadInput(format!("{}: {e}", args.workload.display())))?;
+    }
+    outln!(
         "{}: workload `{}` is valid: {} stream(s), {} query(ies)",
         args.workload.display(),
         w.name,
         w.streams.len(),
         w.queries.len()
     );
+    outln!("policy {} ({:?})", policy.name, policy.params.kind);
     for s in &w.streams {
         let cols: Vec<String> = s
             .schema
@@ -30,12 +40,12 @@ pub fn check(args: CheckArgs) -> Result<ExitCode, Failure> {
             .iter()
             .map(|f| format!("{} {}", f.name, f.ty))
             .collect();
-        println!("stream {} ({})", s.name, cols.join(", "));
+        outln!("stream {} ({})", s.name, cols.join(", "));
     }
     for q in &w.queries {
-        println!("query {}:", q.name);
+        outln!("query {}:", q.name);
         let input = &w.stream(&q.plan.stream).expect("validated").schema;
-        print!("{}", describe(&q.plan, input));
+        super::print(&describe(&q.plan, input));
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -77,6 +77,20 @@ pub fn main() -> ExitCode {
     }
 }
 
+/// Writes `text` to stdout; a closed pipe (`spillway check ... | head`) is not an error.
+pub(crate) fn print(text: &str) {
+    use std::io::Write;
+    let _ = std::io::stdout().lock().write_all(text.as_bytes());
+}
+
+/// `println!` that survives a closed stdout.
+macro_rules! outln {
+    ($($arg:tt)*) => {
+        $crate::cli::print(&format!("{}\n", format_args!($($arg)*)))
+    };
+}
+pub(crate) use outln;
+
 /// Loads and validates a workload file, turning every problem into bad input.
 fn load_workload(path: &std::path::Path) -> Result<crate::spec::Workload, Failure> {
     crate::spec::load_file(path).map_err(|e| Failure::BadInput(e.to_string()))

@@ -4,7 +4,7 @@
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
-use std::sync::atomic::AtomicBool;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use clap::Args;
 
@@ -12,7 +12,7 @@ use super::{Failure, load_workload};
 use crate::runtime::assemble::{Sinks, engine_for, sinks_for};
 use crate::runtime::clock::WallClock;
 use crate::runtime::control::Controller;
-use crate::runtime::live::{LiveOptions, run_live};
+use crate::runtime::live::{LiveOptions, run_live, watch_ctrl_c};
 use crate::runtime::simulated::{SimSettings, run_simulated};
 use crate::runtime::status;
 use crate::spec::{Mode, Policy, Workload, load_policy, parse_duration};
@@ -38,8 +38,8 @@ pub struct RunArgs {
     pub policy: Option<PathBuf>,
 }
 
-/// The policy a run uses: `--policy`, else the workload's `policy` (a path as written, or
-/// relative to the workload file's directory), else `none`.
+/// The policy a run uses: `--policy` (relative to the current directory), else the
+/// workload's `policy` (relative to the workload file's directory), else `none`.
 pub fn resolve_policy(
     workload_path: &Path,
     w: &Workload,
@@ -47,16 +47,21 @@ pub fn resolve_policy(
 ) -> Result<Policy, Failure> {
     let path = match (flag, &w.policy) {
         (Some(p), _) => p.to_path_buf(),
-        (None, Some(p)) => {
-            let p = PathBuf::from(p);
-            match workload_path.parent() {
-                Some(dir) if !p.exists() && dir.join(&p).exists() => dir.join(&p),
-                _ => p,
-            }
-        }
+        // Relative to the workload file, like an include: the pair moves together.
+        (None, Some(p)) => match workload_path.parent() {
+            Some(dir) if Path::new(p).is_relative() => dir.join(p),
+            _ => PathBuf::from(p),
+        },
         (None, None) => return Ok(Policy::none()),
     };
-    load_policy(&path).map_err(|e| Failure::BadInput(e.to_string()))
+    load_policy(&path).map_err(|e| match (flag, &w.policy) {
+        (None, Some(p)) => Failure::BadInput(format!(
+            "{}: policy `{p}` (read from {}):\n{e}",
+            workload_path.display(),
+            path.display()
+        )),
+        _ => Failure::BadInput(e.to_string()),
+    })
 }
 
 pub fn run(args: RunArgs) -> Result<ExitCode, Failure> {
@@ -138,11 +143,19 @@ fn simulated(
     let clock = WallClock::start();
     let mut failed = vec![false; sinks.sinks.len()];
     let mut next_status = 1_000_000_000;
+    // Ctrl-C stops a simulated run as cleanly as a live one.
+    let stop = Arc::new(AtomicBool::new(false));
+    let signals = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()?;
+    watch_ctrl_c(&signals, stop.clone());
     let report = run_simulated(
         w,
         engine,
         settings,
         Some(&mut controller),
+        &|| stop.load(Ordering::Relaxed),
         |e| {
             if let Some(si) = sinks.route[e.index]
                 && !failed[si]
@@ -161,6 +174,7 @@ fn simulated(
         },
         |_, _| {},
     );
+    signals.shutdown_background();
     for s in sinks.sinks.iter_mut() {
         let _ = s.flush();
     }
@@ -191,5 +205,9 @@ fn simulated(
     for f in &sinks.files {
         eprintln!("  results written to {}", f.display());
     }
-    Ok(ExitCode::SUCCESS)
+    Ok(if report.interrupted {
+        ExitCode::from(130)
+    } else {
+        ExitCode::SUCCESS
+    })
 }

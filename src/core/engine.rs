@@ -33,6 +33,9 @@ pub struct QueryDef {
     pub plan: QueryPlan,
     pub latency_target: Option<Nanos>,
     pub weight: f64,
+    /// Zero loss tolerance: its input queue is unbounded (never queue-full) and the
+    /// shedder never drops its input.
+    pub lossless: bool,
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -144,7 +147,11 @@ impl Engine {
                 out: pipeline.new_output(),
                 pipeline,
                 stream: si,
-                queue: InputQueue::new(config.queue_capacity),
+                queue: InputQueue::new(if def.lossless {
+                    usize::MAX
+                } else {
+                    config.queue_capacity
+                }),
                 drop: DropPoint::new(mix(config.seed, 2 + 2 * qi as u64)),
                 stats: QueryStats::default(),
                 def,
@@ -251,7 +258,9 @@ impl Engine {
         }
         for (q, r) in self.queries.iter_mut().zip(&rules.queries) {
             q.drop.install(r.clone());
-            if let Some(c) = rules.queue_capacity {
+            if let Some(c) = rules.queue_capacity
+                && !q.def.lossless
+            {
                 q.queue.set_capacity(c);
             }
         }

@@ -26,6 +26,7 @@ pub fn engine_for(w: &Workload) -> Result<Engine, EngineError> {
             plan: q.plan.clone(),
             latency_target: q.qos.as_ref().and_then(|qos| qos.latency_target()),
             weight: q.qos.as_ref().map_or(1.0, |qos| qos.weight),
+            lossless: q.qos.as_ref().is_some_and(|qos| qos.lossless),
         })
         .collect();
     Engine::new(

@@ -75,18 +75,7 @@ pub fn run_live(
         .thread_name("spillway-source")
         .enable_all()
         .build()?;
-    let ctrl_c = opts.stop.clone();
-    runtime.spawn(async move {
-        if tokio::signal::ctrl_c().await.is_ok() {
-            eprintln!(
-                "spillway: stopping: draining queues and flushing sinks (Ctrl-C again to abort)"
-            );
-            ctrl_c.store(true, Ordering::Relaxed);
-            if tokio::signal::ctrl_c().await.is_ok() {
-                std::process::exit(130);
-            }
-        }
-    });
+    watch_ctrl_c(&runtime, opts.stop.clone());
     for (i, spec) in workload.streams.iter().enumerate() {
         let generator = StreamGenerator::new(&spec.schema, spec.fields.clone(), spec.seed);
         runtime.spawn(run_source(
@@ -108,6 +97,7 @@ pub fn run_live(
         failed: vec![false; sinks.len()],
         sinks,
         route,
+        closed: false,
     };
     let mut disconnected = false;
     loop {
@@ -117,7 +107,7 @@ pub fn run_live(
             if opts.stop.load(Ordering::Relaxed) {
                 interrupted = true;
             }
-            if timed_out || interrupted {
+            if timed_out || interrupted || out.closed {
                 sources_stop.store(true, Ordering::Relaxed);
             }
         }
@@ -167,12 +157,30 @@ pub fn run_live(
     })
 }
 
+/// Sets `stop` on the first Ctrl-C (the run then drains and flushes); a second Ctrl-C
+/// aborts at once.
+pub fn watch_ctrl_c(runtime: &tokio::runtime::Runtime, stop: Arc<AtomicBool>) {
+    runtime.spawn(async move {
+        if tokio::signal::ctrl_c().await.is_ok() {
+            eprintln!(
+                "spillway: stopping: draining queues and flushing sinks (Ctrl-C again to abort)"
+            );
+            stop.store(true, Ordering::Relaxed);
+            if tokio::signal::ctrl_c().await.is_ok() {
+                std::process::exit(130);
+            }
+        }
+    });
+}
+
 /// The sinks of a run, with the queries routed to each; a failed sink is reported once
 /// and then skipped (a closed stdout pipe is not reported).
 struct Outputs<'a> {
     sinks: &'a mut [Box<dyn Sink>],
     route: &'a [Option<usize>],
     failed: Vec<bool>,
+    /// A reader closed its end (`run ... | head`): the run stops, as pipelines expect.
+    closed: bool,
 }
 
 impl Outputs<'_> {
@@ -186,7 +194,9 @@ impl Outputs<'_> {
             }
             if let Err(err) = self.sinks[si].write(e) {
                 self.failed[si] = true;
-                if err.kind() != std::io::ErrorKind::BrokenPipe {
+                if err.kind() == std::io::ErrorKind::BrokenPipe {
+                    self.closed = true;
+                } else {
                     eprintln!("spillway: sink of query `{}` failed: {err}", e.query);
                 }
             }
@@ -195,8 +205,9 @@ impl Outputs<'_> {
 
     fn flush(&mut self) {
         for (s, failed) in self.sinks.iter_mut().zip(&mut self.failed) {
-            if !*failed && s.flush().is_err() {
+            if !*failed && let Err(e) = s.flush() {
                 *failed = true;
+                self.closed |= e.kind() == std::io::ErrorKind::BrokenPipe;
             }
         }
     }

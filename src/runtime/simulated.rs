@@ -50,7 +50,7 @@ impl SimSettings {
             .collect();
         if !missing.is_empty() {
             return Err(format!(
-                "simulated mode needs a per-tuple `cost` (e.g. `cost: 200ns`) on every query; missing on: {}",
+                "simulated mode needs a per-tuple `cost` (e.g. `cost: 200ns`) on every query; missing on: {}; `spillway calibrate` measures them on this machine",
                 missing.join(", ")
             ));
         }
@@ -77,6 +77,8 @@ pub struct SimReport {
     pub snapshot: EngineSnapshot,
     /// Virtual time at the end (sources stop at the duration; draining may take longer).
     pub virtual_end: Nanos,
+    /// Whether `stop` ended the run before its duration.
+    pub interrupted: bool,
 }
 
 struct Source {
@@ -93,6 +95,7 @@ pub fn run_simulated(
     mut engine: Engine,
     settings: &SimSettings,
     mut controller: Option<&mut Controller>,
+    stop: &dyn Fn() -> bool,
     mut on_emit: impl FnMut(&Emitted<'_>),
     mut on_tick: impl FnMut(&ControlReport),
     mut on_status: impl FnMut(&EngineSnapshot, Nanos),
@@ -112,9 +115,16 @@ pub fn run_simulated(
     let mut generated_to: Nanos = 0;
     let mut next_tick = w.engine.tick;
     let mut next_status = STATUS_EVERY;
+    let mut duration = settings.duration;
+    let mut interrupted = false;
     loop {
+        // Stopped early: sources end now, then the queues drain as at the end of a run.
+        if !interrupted && stop() {
+            interrupted = true;
+            duration = duration.min(generated_to);
+        }
         // Ingest every slice that has fully arrived by `now`.
-        while generated_to + SLICE <= now && generated_to < settings.duration {
+        while generated_to + SLICE <= now && generated_to < duration {
             let (from, to) = (generated_to, generated_to + SLICE);
             for (i, (src, spec)) in sources.iter_mut().zip(&w.streams).enumerate() {
                 let limit = spec.count.unwrap_or(u64::MAX);
@@ -143,7 +153,7 @@ pub fn run_simulated(
             engine.record_busy(turn.query, busy);
             now += ((busy as f64 / cores).round() as Nanos).max(1);
             engine.emit(now, &mut on_emit);
-        } else if generated_to < settings.duration {
+        } else if generated_to < duration {
             now = now.max(generated_to + SLICE);
         } else {
             break;
@@ -166,5 +176,6 @@ pub fn run_simulated(
     SimReport {
         snapshot: engine.snapshot(false),
         virtual_end: now,
+        interrupted,
     }
 }

@@ -58,16 +58,24 @@ pub fn status_lines(r: &ControlReport, at: Nanos, shedding_policy: bool) -> Stri
     for (i, q) in r.qos.queries.iter().enumerate() {
         let keep = r.stream_keep.get(q.stream).copied().unwrap_or(1.0)
             * r.query_keep.get(i).copied().unwrap_or(1.0);
+        // No result in the window: no latency to show (not a latency of 0).
+        let lat = |n: Nanos| {
+            if q.p99 == 0 {
+                format!("{:>8}", "-")
+            } else {
+                format!("{:>8.2}", ms(n))
+            }
+        };
         let _ = writeln!(
             s,
-            "[{:>6.1}s] {:<width$}  in {:>7}/s  out {:>7}/s  queue {:>8}  p50 {:>8.2} ms  p99 {:>8.2} ms  keep {:.2}  utility {:.2}",
+            "[{:>6.1}s] {:<width$}  in {:>7}/s  out {:>7}/s  queue {:>8}  p50 {} ms  p99 {} ms  keep {:.2}  utility {:.2}",
             at as f64 / 1e9,
             q.name,
             rate(q.rate_in),
             rate(q.rate_out),
             q.queued,
-            ms(q.p50),
-            ms(q.p99),
+            lat(q.p50),
+            lat(q.p99),
             keep,
             q.utility,
         );

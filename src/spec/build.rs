@@ -56,6 +56,8 @@ pub(crate) fn build(diag: &mut Diagnostics, read: Read, planner: Planner) -> Opt
     let mut queries = Vec::new();
     let catalog = catalog_complete.then_some(&catalog);
     for (name, q) in &c.queries.0 {
+        // Query names become file names (`run --out DIR`): identifiers only.
+        check_identifier(diag, &join("queries", name), "query name", name);
         queries.extend(build_query(diag, name, q, catalog, planner));
     }
     if !diag.is_empty() {
@@ -92,8 +94,9 @@ fn build_engine(diag: &mut Diagnostics, e: &EngineConfig) -> EngineSettings {
         );
     }
     let tick = match e.tick {
-        Some(t) if t.0 <= 0 => {
-            diag.at("engine.tick", "tick must be positive, e.g. 100ms");
+        // Below a millisecond the control loop would cost more than it saves.
+        Some(t) if t.0 < 1_000_000 => {
+            diag.at("engine.tick", "tick must be at least 1ms, e.g. 100ms");
             d.tick
         }
         Some(t) => t.0,

@@ -46,10 +46,19 @@ pub(crate) fn build_query(
         .qos
         .as_ref()
         .map(|q| build_qos(diag, &join(&path, "qos"), q, input));
-    if let Some(cost) = config.cost
-        && cost.0 <= 0
-    {
-        diag.at(&join(&path, "cost"), "cost must be positive, e.g. 180ns");
+    match config.cost {
+        Some(cost) if cost.0 <= 0 => {
+            diag.at(&join(&path, "cost"), "cost must be positive, e.g. 180ns");
+        }
+        // A bare number reads as seconds: almost surely a forgotten unit.
+        Some(cost) if cost.0 >= 1_000_000_000 => diag.at(
+            &join(&path, "cost"),
+            format!(
+                "cost of {} s per tuple is implausible: write it with a unit, e.g. 180ns or 2us",
+                cost.0 as f64 / 1e9
+            ),
+        ),
+        _ => {}
     }
     let sink = match &config.sink {
         None | Some(SinkConfig::Stdout) => SinkSpec::Stdout,

@@ -125,8 +125,18 @@ pub fn parse_policy(text: &str, file: &str) -> Result<Policy, SpecErrors> {
     };
     let cfg: PolicyConfig = serde_yaml::from_str(text).map_err(|e| {
         let (line, column) = e.location().map_or((1, 1), |l| (l.line(), l.column()));
+        let raw = e.to_string();
+        // serde_yaml appends the position we already print, and names Rust types.
+        let raw = raw.split(" at line ").next().unwrap_or(&raw).to_string();
+        let message = if raw.contains("missing field `kind`") || raw.contains("EOF") {
+            "`kind` is required: none, tail-drop, random, semantic or window-aware".to_string()
+        } else if raw.contains("expected struct PolicyConfig") {
+            "a policy file is a mapping such as `kind: random`".to_string()
+        } else {
+            raw
+        };
         SpecErrors {
-            errors: vec![err(line, column, "", e.to_string())],
+            errors: vec![err(line, column, "", message)],
         }
     })?;
     let mut errors = Vec::new();

@@ -66,6 +66,7 @@ pub fn simulate(
         engine,
         &settings,
         Some(&mut controller),
+        &|| false,
         |e| {
             for i in 0..e.batch.len() {
                 rows.push(Row {
