@@ -2,7 +2,7 @@
 //! separate state; tuples are conserved; the simulated driver is deterministic.
 
 use spillway::core::engine::Engine;
-use spillway::runtime::simulated::{SimSettings, run_simulated};
+use spillway::runtime::simulated::{SimControl, SimSettings, run_simulated};
 use spillway::spec;
 
 const TWO_QUERIES: &str = r#"
@@ -39,8 +39,10 @@ fn run(w: &spec::Workload) -> (Vec<String>, spillway::core::stats::EngineSnapsho
         w,
         engine(w),
         &settings,
-        None,
-        &|| false,
+        SimControl {
+            controller: None,
+            stop: &|| false,
+        },
         |e| {
             for i in 0..e.batch.len() {
                 rows.push(format!("{} {:?}", e.query, e.batch.row(i, e.types)));

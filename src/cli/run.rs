@@ -13,7 +13,7 @@ use crate::runtime::assemble::{Sinks, engine_for, sinks_for};
 use crate::runtime::clock::WallClock;
 use crate::runtime::control::Controller;
 use crate::runtime::live::{LiveOptions, run_live, watch_ctrl_c};
-use crate::runtime::simulated::{SimSettings, run_simulated};
+use crate::runtime::simulated::{SimControl, SimSettings, run_simulated};
 use crate::runtime::status;
 use crate::spec::{Mode, Policy, Workload, load_policy, parse_duration};
 
@@ -154,8 +154,10 @@ fn simulated(
         w,
         engine,
         settings,
-        Some(&mut controller),
-        &|| stop.load(Ordering::Relaxed),
+        SimControl {
+            controller: Some(&mut controller),
+            stop: &|| stop.load(Ordering::Relaxed),
+        },
         |e| {
             if let Some(si) = sinks.route[e.index]
                 && !failed[si]

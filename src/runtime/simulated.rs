@@ -72,6 +72,13 @@ impl SimSettings {
     }
 }
 
+/// What steers a simulated run from outside: the control loop (shedding and the QoS
+/// monitor), and a stop request checked once per scheduler turn.
+pub struct SimControl<'a> {
+    pub controller: Option<&'a mut Controller>,
+    pub stop: &'a dyn Fn() -> bool,
+}
+
 /// Counters a simulated run ends with.
 pub struct SimReport {
     pub snapshot: EngineSnapshot,
@@ -94,12 +101,15 @@ pub fn run_simulated(
     w: &Workload,
     mut engine: Engine,
     settings: &SimSettings,
-    mut controller: Option<&mut Controller>,
-    stop: &dyn Fn() -> bool,
+    control: SimControl<'_>,
     mut on_emit: impl FnMut(&Emitted<'_>),
     mut on_tick: impl FnMut(&ControlReport),
     mut on_status: impl FnMut(&EngineSnapshot, Nanos),
 ) -> SimReport {
+    let SimControl {
+        mut controller,
+        stop,
+    } = control;
     let batch_size = w.engine.batch_size.max(1);
     let mut sources: Vec<Source> = w
         .streams

@@ -7,7 +7,7 @@ use spillway::core::schema::Scalar;
 use spillway::core::stats::EngineSnapshot;
 use spillway::runtime::assemble::engine_for;
 use spillway::runtime::control::{ControlReport, Controller};
-use spillway::runtime::simulated::{SimSettings, run_simulated};
+use spillway::runtime::simulated::{SimControl, SimSettings, run_simulated};
 use spillway::spec::{self, Policy, Workload, parse_policy};
 
 pub const MS: i64 = 1_000_000;
@@ -65,8 +65,10 @@ pub fn simulate(
         w,
         engine,
         &settings,
-        Some(&mut controller),
-        &|| false,
+        SimControl {
+            controller: Some(&mut controller),
+            stop: &|| false,
+        },
         |e| {
             for i in 0..e.batch.len() {
                 rows.push(Row {
