@@ -36,6 +36,16 @@ fn every_shipped_workload_passes_check() {
     }
 }
 
+#[test]
+fn every_shipped_policy_loads() {
+    let files = yaml_files("policies");
+    assert_eq!(files.len(), 5);
+    for f in files {
+        let p = spillway::spec::load_policy(&f).unwrap_or_else(|e| panic!("{e}"));
+        assert!(p.params.headroom > 0.0 && p.params.headroom <= 1.0);
+    }
+}
+
 /// Each fixture's `# expect:` lines must all appear in stderr, and the exit code is 2.
 #[test]
 fn bad_workloads_exit_2_with_located_messages() {

@@ -64,6 +64,14 @@ pub fn resolve_policy(
     })
 }
 
+/// The run's sinks; an `--out` that is not a directory is bad input.
+fn open_sinks(w: &Workload, out: Option<&Path>) -> Result<Sinks, Failure> {
+    sinks_for(w, out).map_err(|e| match e.kind() {
+        std::io::ErrorKind::InvalidInput => Failure::BadInput(e.to_string()),
+        _ => Failure::Other(e.into()),
+    })
+}
+
 pub fn run(args: RunArgs) -> Result<ExitCode, Failure> {
     let w = load_workload(&args.workload)?;
     let engine = engine_for(&w).map_err(|e| Failure::BadInput(e.to_string()))?;
@@ -71,10 +79,10 @@ pub fn run(args: RunArgs) -> Result<ExitCode, Failure> {
     if args.simulated || w.engine.mode == Mode::Simulated {
         let settings = SimSettings::from_workload(&w, args.duration)
             .map_err(|e| Failure::BadInput(format!("{}: {e}", args.workload.display())))?;
-        let sinks = sinks_for(&w, args.out.as_deref())?;
+        let sinks = open_sinks(&w, args.out.as_deref())?;
         return simulated(&w, engine, policy, &settings, sinks, args.quiet);
     }
-    let mut sinks = sinks_for(&w, args.out.as_deref())?;
+    let mut sinks = open_sinks(&w, args.out.as_deref())?;
     let opts = LiveOptions {
         duration: args.duration,
         quiet: args.quiet,

@@ -331,6 +331,32 @@ mod tests {
         b
     }
 
+    proptest::proptest! {
+        /// A random drop point keeps each tuple with probability `keep`: over 20,000
+        /// tuples the kept share is within 5 standard deviations of it, and every drop is
+        /// counted.
+        #[test]
+        fn random_drop_keeps_the_asked_share(keep in 0.0f64..=1.0, seed in 0u64..1000) {
+            let vals: Vec<i64> = (0..20_000).collect();
+            let mut p = DropPoint::new(seed);
+            p.install(DropRule::Random { keep });
+            let mut kept = 0usize;
+            let mut sel = Vec::new();
+            for chunk in vals.chunks(1000) {
+                let b = ints(chunk);
+                kept += match p.apply(&b, &mut sel) {
+                    None => b.len(),
+                    Some(()) => sel.len(),
+                };
+            }
+            let n = vals.len() as f64;
+            let sd = (n * keep * (1.0 - keep)).sqrt();
+            proptest::prop_assert!((kept as f64 - n * keep).abs() <= 5.0 * sd + 1.0,
+                "kept {} of {} at keep {}", kept, n, keep);
+            proptest::prop_assert_eq!(p.dropped[DropReason::ShedRandom.index()], vals.len() as u64 - kept as u64);
+        }
+    }
+
     #[test]
     fn keep_all_and_full_keep_select_nothing() {
         let b = ints(&[1, 2, 3]);

@@ -51,6 +51,15 @@ pub struct Sinks {
 /// Opens the sinks of `w`. With `out_dir`, every query writes `<out_dir>/<query>.jsonl`
 /// instead of what its spec says.
 pub fn sinks_for(w: &Workload, out_dir: Option<&Path>) -> io::Result<Sinks> {
+    if let Some(dir) = out_dir
+        && dir.exists()
+        && !dir.is_dir()
+    {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!("--out {}: not a directory", dir.display()),
+        ));
+    }
     let mut sinks: Vec<Box<dyn Sink>> = Vec::new();
     let mut route = Vec::new();
     let mut files = Vec::new();

@@ -20,6 +20,22 @@ use crate::core::schema::{DataType, Schema};
 const START: usize = usize::MAX - 1;
 const END: usize = usize::MAX;
 
+/// An unknown column in HAVING that is a SELECT alias gets told so: aliases are not in
+/// scope there (as in standard SQL), the expression must be repeated.
+fn alias_hint(mut e: SqlError, fields: &[crate::core::schema::Field]) -> SqlError {
+    if e.message.starts_with("unknown column")
+        && let Some(f) = fields
+            .iter()
+            .find(|f| f.name.eq_ignore_ascii_case(&e.snippet))
+    {
+        e.message = format!(
+            "HAVING cannot use the SELECT alias `{}`: repeat its expression (e.g. COUNT(*) > 1)",
+            f.name
+        );
+    }
+    e
+}
+
 /// Plans GROUP BY, the SELECT list and HAVING of a windowed aggregation.
 pub(super) fn plan_aggregate(
     p: &Planner<'_>,
@@ -37,7 +53,9 @@ pub(super) fn plan_aggregate(
     let mut out = select_list(p, items, &mut scope, false)?;
     let having = match having {
         Some(h) => {
-            let t = p.expr(h, &mut scope)?;
+            let t = p
+                .expr(h, &mut scope)
+                .map_err(|e| alias_hint(e, &out.fields))?;
             types::need_bool(p.src, h, &t, "HAVING needs a bool condition")?;
             Some(t.expr)
         }

@@ -40,6 +40,12 @@ pub(super) fn select_list(
     scope: &mut dyn Scope,
     star: bool,
 ) -> Result<Output, SqlError> {
+    if items.is_empty() {
+        return Err(p.src.error(
+            "empty SELECT list: name the columns or expressions to return",
+            p.src.first_word(),
+        ));
+    }
     let mut out = Output {
         exprs: Vec::with_capacity(items.len()),
         fields: Vec::with_capacity(items.len()),
