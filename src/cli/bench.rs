@@ -107,6 +107,7 @@ pub fn bench(args: BenchArgs) -> Result<ExitCode, Failure> {
         DropRule::Semantic(ValueBins {
             column: 1,
             lo: 0.0,
+            hi: 40.0,
             width: 40.0 / 32.0,
             keep: (0..34)
                 .map(|i| {

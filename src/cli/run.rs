@@ -158,20 +158,25 @@ fn simulated(
         .enable_all()
         .build()?;
     watch_ctrl_c(&signals, stop.clone());
+    let closed = AtomicBool::new(false);
     let report = run_simulated(
         w,
         engine,
         settings,
         SimControl {
             controller: Some(&mut controller),
-            stop: &|| stop.load(Ordering::Relaxed),
+            stop: &|| stop.load(Ordering::Relaxed) || closed.load(Ordering::Relaxed),
         },
         |e| {
             if let Some(si) = sinks.route[e.index]
                 && !failed[si]
-                && sinks.sinks[si].write(e).is_err()
+                && let Err(err) = sinks.sinks[si].write(e)
             {
                 failed[si] = true;
+                // A reader that went away (`| head`) ends the run, as live.
+                if err.kind() == std::io::ErrorKind::BrokenPipe {
+                    closed.store(true, Ordering::Relaxed);
+                }
             }
         },
         |r| {
@@ -215,7 +220,7 @@ fn simulated(
     for f in &sinks.files {
         eprintln!("  results written to {}", f.display());
     }
-    Ok(if report.interrupted {
+    Ok(if report.interrupted && !closed.load(Ordering::Relaxed) {
         ExitCode::from(130)
     } else {
         ExitCode::SUCCESS

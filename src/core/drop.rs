@@ -47,12 +47,27 @@ impl DropReason {
 /// Counts per reason.
 pub type DropCounts = [u64; 4];
 
-/// Keep probability per value bin: bin 0 is `(-inf, lo)`, bins `1..=n` are `width` wide
-/// from `lo`, bin `n+1` is `[lo + n*width, +inf)`; NaN falls in bin 0.
+/// The bin of `v` among `n` equal bins of `width` over `[lo, hi)`, with an underflow bin 0
+/// (below `lo`, and NaN) and an overflow bin `n + 1` (`hi` and above). The one binning
+/// arithmetic of the crate: value observers, semantic drop points and `qos::Binning` all
+/// use it, so a bin index means the same value range everywhere.
+#[inline]
+pub fn bin_of(lo: f64, hi: f64, width: f64, n: usize, v: f64) -> usize {
+    if v.is_nan() || v < lo {
+        return 0;
+    }
+    if v >= hi {
+        return n + 1;
+    }
+    1 + (((v - lo) / width) as usize).min(n.saturating_sub(1))
+}
+
+/// Keep probability per value bin (layout as `bin_of`).
 #[derive(Clone, Debug, PartialEq)]
 pub struct ValueBins {
     pub column: usize,
     pub lo: f64,
+    pub hi: f64,
     pub width: f64,
     /// `n + 2` keep probabilities.
     pub keep: Vec<f64>,
@@ -61,15 +76,7 @@ pub struct ValueBins {
 impl ValueBins {
     #[inline]
     pub fn bin(&self, v: f64) -> usize {
-        let n = self.keep.len() - 2;
-        let x = (v - self.lo) * (1.0 / self.width);
-        if x.is_nan() || x < 0.0 {
-            0
-        } else if x >= n as f64 {
-            n + 1
-        } else {
-            1 + x as usize
-        }
+        bin_of(self.lo, self.hi, self.width, self.keep.len() - 2, v)
     }
 }
 
@@ -113,6 +120,9 @@ pub struct DropPoint {
     /// The window of the first tuple seen under `window`: it and earlier windows may hold
     /// tuples admitted before the rule, so they are kept whole.
     first_window: Option<i64>,
+    /// Per value bin of a semantic rule, its keep probability as an RNG threshold
+    /// (computed once at install, not per tuple).
+    thresholds: Vec<u64>,
     pub dropped: DropCounts,
 }
 
@@ -136,6 +146,7 @@ impl DropPoint {
             window: None,
             opened: BTreeMap::new(),
             first_window: None,
+            thresholds: Vec::new(),
             dropped: [0; 4],
         }
     }
@@ -145,6 +156,9 @@ impl DropPoint {
     }
 
     pub fn install(&mut self, rule: DropRule) {
+        if let DropRule::Semantic(bins) = &rule {
+            self.thresholds = bins.keep.iter().map(|&k| threshold(k)).collect();
+        }
         if let DropRule::Window(w) = &rule {
             if self.window.is_none() {
                 self.opened.clear();
@@ -266,10 +280,10 @@ impl DropPoint {
             }
             DropRule::Semantic(bins) => {
                 let mut decide = |i: usize, v: f64, this: &mut DropPoint| {
-                    let k = bins.keep[bins.bin(v)];
+                    let t = this.thresholds[bins.bin(v)];
                     if binding && !this.window_keeps(batch, i, 1.0) {
                         this.dropped[DropReason::ShedWindow.index()] += 1;
-                    } else if k >= 1.0 || (k > 0.0 && this.rng.next_u64() < threshold(k)) {
+                    } else if t == u64::MAX || (t > 0 && this.rng.next_u64() < t) {
                         sel.push(i as u32);
                     } else {
                         this.dropped[DropReason::ShedSemantic.index()] += 1;
@@ -376,6 +390,7 @@ mod tests {
         p.install(DropRule::Semantic(ValueBins {
             column: 0,
             lo: 0.0,
+            hi: 20.0,
             width: 10.0,
             keep: vec![0.0, 0.0, 1.0, 1.0],
         }));

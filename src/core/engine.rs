@@ -382,8 +382,11 @@ impl Engine {
         })
     }
 
-    /// Closes arrival-time windows that have ended by `now`.
-    pub fn tick(&mut self, now: Nanos) {
+    /// Closes arrival-time windows that have ended by `now`;
+    /// `frontier` is the driver's promise that every tuple arriving before it has been
+    /// ingested (sources may stamp tuples before the engine sees them).
+    pub fn tick(&mut self, now: Nanos, frontier: Nanos) {
+        let now = now.min(frontier);
         for q in &mut self.queries {
             if q.pipeline.is_windowed() {
                 let bound = q.queue.oldest_arrival().map_or(now, |a| a.min(now));

@@ -3,7 +3,7 @@
 //! as one `DropRules`. Also the small counting helpers the engine's ingest path uses.
 
 use super::batch::{Batch, Column};
-use super::drop::{DropCounts, DropRule};
+use super::drop::{DropCounts, DropRule, bin_of};
 
 /// What the shedder installs: a rule per stream and per query drop point, and optionally
 /// a new input queue bound (tail-drop).
@@ -20,6 +20,7 @@ pub struct DropRules {
 pub struct ValueObserver {
     pub column: usize,
     pub lo: f64,
+    pub hi: f64,
     pub width: f64,
     /// `n + 2` counts: underflow, `n` bins, overflow.
     pub counts: Vec<u64>,
@@ -44,20 +45,18 @@ pub(super) fn add(a: &mut DropCounts, b: &DropCounts) {
 
 pub(super) fn observe(o: &mut ValueObserver, batch: &Batch) {
     let n = o.counts.len() - 2;
-    let mut count = |v: f64| {
-        let x = (v - o.lo) / o.width;
-        let bin = if x.is_nan() || x < 0.0 {
-            0
-        } else if x >= n as f64 {
-            n + 1
-        } else {
-            1 + x as usize
-        };
-        o.counts[bin] += 1;
-    };
+    let (lo, hi, width) = (o.lo, o.hi, o.width);
     match &batch.columns[o.column] {
-        Column::Float(v) => v.iter().for_each(|&x| count(x)),
-        Column::Int(v) => v.iter().for_each(|&x| count(x as f64)),
+        Column::Float(v) => {
+            for &x in v {
+                o.counts[bin_of(lo, hi, width, n, x)] += 1;
+            }
+        }
+        Column::Int(v) => {
+            for &x in v {
+                o.counts[bin_of(lo, hi, width, n, x as f64)] += 1;
+            }
+        }
         _ => {}
     }
 }

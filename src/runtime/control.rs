@@ -243,6 +243,7 @@ impl Controller {
                     QueryDrop::Semantic(s) => DropRule::Semantic(ValueBins {
                         column: s.column,
                         lo: s.binning.lo(),
+                        hi: s.binning.hi(),
                         width: s.binning.width(),
                         keep: s.keep.clone(),
                     }),

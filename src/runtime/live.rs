@@ -4,7 +4,7 @@
 //! every queue, flushes open windows and the sinks, so the summary accounts for every tuple.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 use std::time::Duration;
 
 use crossbeam_channel::{Receiver, RecvTimeoutError, Sender, TrySendError};
@@ -69,6 +69,14 @@ pub fn run_live(
     let duration = opts.duration.or(workload.duration);
     let sources_stop = Arc::new(AtomicBool::new(false));
     let (tx, rx) = crossbeam_channel::bounded::<Message>(4096);
+    // Per source: every tuple it stamped before this time has been sent.
+    let frontiers: Arc<Vec<AtomicI64>> = Arc::new(
+        workload
+            .streams
+            .iter()
+            .map(|_| AtomicI64::new(clock.now()))
+            .collect(),
+    );
 
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(1)
@@ -86,6 +94,7 @@ pub fn run_live(
             clock,
             tx.clone(),
             sources_stop.clone(),
+            frontiers.clone(),
         ));
     }
     drop(tx);
@@ -94,6 +103,8 @@ pub fn run_live(
     let mut next_tick = tick;
     let mut interrupted = false;
     let mut out = Outputs {
+        clock,
+        spent: Vec::new(),
         failed: vec![false; sinks.len()],
         sinks,
         route,
@@ -131,9 +142,16 @@ pub fn run_live(
             }
         }
         if since >= next_tick {
-            engine.tick(clock.now());
+            let t0 = clock.now();
+            let frontier = frontiers
+                .iter()
+                .map(|f| f.load(Ordering::Acquire))
+                .min()
+                .unwrap_or(t0);
+            engine.tick(t0, frontier);
             out.emit(&mut engine, clock.now());
             let report = controller.tick(&mut engine, clock.now(), workload);
+            engine.record_overhead(clock.now() - t0);
             next_tick = since + tick;
             if since >= next_status {
                 if !opts.quiet {
@@ -160,6 +178,15 @@ pub fn run_live(
 /// Sets `stop` on the first Ctrl-C (the run then drains and flushes); a second Ctrl-C
 /// aborts at once.
 pub fn watch_ctrl_c(runtime: &tokio::runtime::Runtime, stop: Arc<AtomicBool>) {
+    // SIGTERM (a service manager, `timeout`) stops as cleanly as Ctrl-C.
+    let term = stop.clone();
+    runtime.spawn(async move {
+        if let Ok(mut s) = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+            && s.recv().await.is_some()
+        {
+            term.store(true, Ordering::Relaxed);
+        }
+    });
     runtime.spawn(async move {
         if tokio::signal::ctrl_c().await.is_ok() {
             eprintln!(
@@ -176,6 +203,10 @@ pub fn watch_ctrl_c(runtime: &tokio::runtime::Runtime, stop: Arc<AtomicBool>) {
 /// The sinks of a run, with the queries routed to each; a failed sink is reported once
 /// and then skipped (a closed stdout pipe is not reported).
 struct Outputs<'a> {
+    clock: WallClock,
+    /// Time spent writing each query's results during the last `emit`, charged to the
+    /// query as processing: sink work the shedder must see.
+    spent: Vec<(usize, Nanos)>,
     sinks: &'a mut [Box<dyn Sink>],
     route: &'a [Option<usize>],
     failed: Vec<bool>,
@@ -185,6 +216,7 @@ struct Outputs<'a> {
 
 impl Outputs<'_> {
     fn emit(&mut self, engine: &mut Engine, now: Nanos) {
+        self.spent.clear();
         engine.emit(now, |e| {
             let Some(si) = self.route.get(e.index).copied().flatten() else {
                 return;
@@ -192,7 +224,10 @@ impl Outputs<'_> {
             if self.failed[si] {
                 return;
             }
-            if let Err(err) = self.sinks[si].write(e) {
+            let t0 = self.clock.now();
+            let written = self.sinks[si].write(e);
+            self.spent.push((e.index, self.clock.now() - t0));
+            if let Err(err) = written {
                 self.failed[si] = true;
                 if err.kind() == std::io::ErrorKind::BrokenPipe {
                     self.closed = true;
@@ -201,6 +236,9 @@ impl Outputs<'_> {
                 }
             }
         });
+        for &(q, ns) in &self.spent {
+            engine.record_busy(q, ns);
+        }
     }
 
     fn flush(&mut self) {
@@ -226,6 +264,7 @@ fn drain(rx: &Receiver<Message>, engine: &mut Engine) -> bool {
 
 /// Generates one stream: every `SOURCE_TICK` it produces the tuples its rate profile says
 /// are due by now, in batches of at most `batch_size`, stamped with the current time.
+#[allow(clippy::too_many_arguments)]
 async fn run_source(
     index: usize,
     spec: StreamSpec,
@@ -234,6 +273,34 @@ async fn run_source(
     clock: WallClock,
     tx: Sender<Message>,
     stop: Arc<AtomicBool>,
+    frontiers: Arc<Vec<AtomicI64>>,
+) {
+    let frontier = &frontiers[index];
+    run_source_loop(
+        index,
+        &spec,
+        &mut generator,
+        batch_size,
+        clock,
+        &tx,
+        &stop,
+        frontier,
+    )
+    .await;
+    // Finished: it will stamp nothing more.
+    frontier.store(i64::MAX, Ordering::Release);
+}
+
+#[allow(clippy::too_many_arguments)]
+async fn run_source_loop(
+    index: usize,
+    spec: &StreamSpec,
+    generator: &mut StreamGenerator,
+    batch_size: usize,
+    clock: WallClock,
+    tx: &Sender<Message>,
+    stop: &AtomicBool,
+    frontier: &AtomicI64,
 ) {
     let types = spec.schema.types();
     let limit = spec.count.unwrap_or(u64::MAX);
@@ -248,12 +315,16 @@ async fn run_source(
         while sent < due && !stop.load(Ordering::Relaxed) {
             let n = (due - sent).min(batch_size as u64) as usize;
             let mut batch = Batch::new(&types, n);
-            generator.fill(&mut batch, n, clock.now(), 0);
+            let stamp = clock.now();
+            generator.fill(&mut batch, n, stamp, 0);
             sent += n as u64;
             let mut msg = (index, batch);
             loop {
                 match tx.try_send(msg) {
-                    Ok(()) => break,
+                    Ok(()) => {
+                        frontier.store(stamp, Ordering::Release);
+                        break;
+                    }
                     Err(TrySendError::Full(m)) => {
                         msg = m;
                         tokio::time::sleep(Duration::from_micros(200)).await;
@@ -265,6 +336,8 @@ async fn run_source(
                 }
             }
         }
+        // Whatever is generated next will be stamped later than now.
+        frontier.store(clock.now(), Ordering::Release);
         if spec.rate.is_unlimited() {
             tokio::task::yield_now().await;
         } else {

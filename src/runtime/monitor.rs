@@ -118,6 +118,7 @@ impl Monitor {
                         ValueObserver {
                             column: v.column,
                             lo: b.lo(),
+                            hi: b.hi(),
                             width: b.width(),
                             counts: vec![0; b.len()],
                         },

@@ -169,7 +169,7 @@ pub fn run_simulated(
             break;
         }
         while now >= next_tick {
-            engine.tick(next_tick.min(now));
+            engine.tick(next_tick.min(now), generated_to);
             engine.emit(now, &mut on_emit);
             if let Some(c) = controller.as_deref_mut() {
                 on_tick(&c.tick(&mut engine, next_tick, w));

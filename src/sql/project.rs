@@ -85,6 +85,12 @@ pub(super) fn select_list(
         };
         let t = p.expr(e, scope)?;
         let name = output_name(p, e, alias);
+        if let Some(r) = reserved(&name) {
+            let msg = format!(
+                "output column `{name}` would clash with the `{r}` field every result row carries: rename it with AS"
+            );
+            return Err(p.src.expr_error(msg, e));
+        }
         if out
             .fields
             .iter()
@@ -127,6 +133,13 @@ fn wildcard(
 
 fn expand_star(p: &Planner<'_>, out: &mut Output) -> Result<(), SqlError> {
     for (i, f) in p.schema.fields.iter().enumerate() {
+        if let Some(r) = reserved(&f.name) {
+            let msg = format!(
+                "column `{}` would clash with the `{r}` field every result row carries: select it with an alias",
+                f.name
+            );
+            return Err(p.src.shown_error(msg, "*"));
+        }
         if out
             .fields
             .iter()
@@ -166,4 +179,11 @@ fn output_name(p: &Planner<'_>, e: &ast::Expr, alias: Option<&ast::Ident>) -> St
         }
         _ => e.to_string(),
     }
+}
+
+/// The JSON fields sinks add to every result row, which a result column must not shadow.
+fn reserved(name: &str) -> Option<&'static str> {
+    ["query", "latency_ms", "keep"]
+        .into_iter()
+        .find(|r| r.eq_ignore_ascii_case(name))
 }

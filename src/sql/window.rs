@@ -70,8 +70,20 @@ pub(super) fn window_call(p: &Planner<'_>, e: &ast::Expr) -> Result<Option<Windo
         );
         return Err(p.src.expr_error(msg, e));
     }
+    if spec.size / spec.slide > MAX_WINDOWS_PER_TUPLE {
+        let msg = format!(
+            "HOP puts every tuple in {} windows (size {} / slide {}); at most {MAX_WINDOWS_PER_TUPLE} are supported: use a longer slide",
+            spec.size / spec.slide,
+            fmt_nanos(spec.size),
+            fmt_nanos(spec.slide)
+        );
+        return Err(p.src.expr_error(msg, e));
+    }
     Ok(Some(WindowCall { name, time, spec }))
 }
+
+/// Each tuple updates `size / slide` windows; past this a HOP is a mistake, not a query.
+const MAX_WINDOWS_PER_TUPLE: i64 = 1000;
 
 fn time_source(p: &Planner<'_>, arg: &Arg<'_>, call: &ast::Expr) -> Result<TimeSource, SqlError> {
     let Arg::Expr(x) = arg else {

@@ -138,24 +138,25 @@ impl Pipeline {
     /// Runs one input batch whose tuples each survived random shedding with probability
     /// `keep`; results are appended to `out`.
     pub fn process(&mut self, input: &Batch, keep: f64, out: &mut Output) {
-        let input = match &self.filter {
-            None => input,
+        let unfiltered = input;
+        let (input, filtered_out) = match &self.filter {
+            None => (input, false),
             Some(f) => {
                 f.select(input, &mut self.sel);
                 if self.sel.len() == input.len() {
-                    input
+                    (input, false)
                 } else {
                     self.filtered.clear();
                     self.filtered.gather_from(input, &self.sel);
-                    &self.filtered
+                    (&self.filtered, true)
                 }
             }
         };
-        if input.is_empty() {
-            return;
-        }
         match &mut self.body {
             Body::Project(exprs) => {
+                if input.is_empty() {
+                    return;
+                }
                 let before = out.rows.len();
                 for (e, col) in exprs.iter().zip(out.rows.columns.iter_mut()) {
                     e.eval_into(input, col);
@@ -164,7 +165,14 @@ impl Pipeline {
                 out.approx.push_uniform(before, input.len(), keep);
             }
             Body::Aggregate(a) => {
-                a.op.process(input, keep, &mut a.groups);
+                if !input.is_empty() {
+                    a.op.process(input, keep, &mut a.groups);
+                }
+                // Tuples the filter removed still tell the time: windows they complete close
+                // now, not when the next passing tuple arrives.
+                if filtered_out {
+                    a.op.advance(unfiltered, &mut a.groups);
+                }
                 a.finish(&mut self.sel, out);
             }
         }

@@ -64,6 +64,9 @@ pub struct WindowAggregate {
     interners: Vec<Interner>,
     /// Largest time seen; `i64::MIN` before the first tuple.
     watermark: i64,
+    /// Every window ending at or before this has been emitted and may never reopen: a tuple
+    /// that only belongs to such windows is late.
+    closed: i64,
     /// `(watermark, arrival)` each time the watermark crossed a window end: the arrival of
     /// the tuple that made those windows due, for latency.
     due: VecDeque<(i64, Nanos)>,
@@ -104,6 +107,7 @@ impl WindowAggregate {
             scaling: Scaling::new(plan),
             interners: plan.keys.iter().map(|_| Interner::default()).collect(),
             watermark: i64::MIN,
+            closed: i64::MIN,
             due: VecDeque::new(),
             next_due: i64::MIN,
             late: 0,
@@ -183,7 +187,7 @@ impl WindowAggregate {
                     self.next_due = self.next_end_after(closed_to);
                 }
             }
-            let closed_to = self.watermark.saturating_sub(lateness);
+            let closed_to = self.watermark.saturating_sub(lateness).max(self.closed);
             let mut key = [0i64; MAX_GROUP_KEYS];
             for (k, enc) in self.encoded.iter().enumerate() {
                 key[k] = enc[row];
@@ -196,7 +200,10 @@ impl WindowAggregate {
                     pairs.push((slot, row as u32));
                     placed = true;
                 }
-                start -= slide;
+                match start.checked_sub(slide) {
+                    Some(s) => start = s,
+                    None => break,
+                }
             }
             if !placed {
                 self.late += 1;
@@ -224,8 +231,35 @@ impl WindowAggregate {
         self.close(closed_to, None, out);
     }
 
-    /// Closes arrival-time windows that ended by `bound` (the engine passes the earlier of
-    /// now and the oldest queued arrival, so no queued tuple can still belong to them).
+    /// Moves the watermark to the latest time in `batch` without folding its tuples (they
+    /// were filtered out, but their time still says the windows before it are complete),
+    /// and closes what that completes.
+    pub fn advance(&mut self, batch: &Batch, out: &mut Output) {
+        let times: &[i64] = match self.plan.time {
+            TimeSource::Column(i) => match &batch.columns[i] {
+                Column::Int(v) => v,
+                other => unreachable!("time column {other:?}"),
+            },
+            TimeSource::Arrival => &batch.arrival,
+        };
+        let Some((row, &t)) = times.iter().enumerate().max_by_key(|(_, t)| **t) else {
+            return;
+        };
+        if t <= self.watermark {
+            return;
+        }
+        self.watermark = t;
+        let closed_to = t.saturating_sub(self.plan.lateness);
+        if closed_to >= self.next_due {
+            self.due.push_back((t, batch.arrival[row]));
+            self.next_due = self.next_end_after(closed_to);
+        }
+        self.close(closed_to, None, out);
+    }
+
+    /// Closes arrival-time windows that ended by `bound` (the engine passes the earliest of
+    /// now, the ingest frontier and the oldest queued arrival, so no tuple still on its way
+    /// can belong to them).
     pub fn on_tick(&mut self, bound: Nanos, out: &mut Output) {
         if self.plan.time == TimeSource::Arrival {
             self.close(bound, Some(Due::WindowEnd), out);
@@ -262,6 +296,7 @@ impl WindowAggregate {
 
     /// Emits and forgets every window whose end is `<= closed_to`.
     fn close(&mut self, closed_to: i64, due_override: Option<Due>, out: &mut Output) {
+        self.closed = self.closed.max(closed_to);
         let size = self.plan.window.size;
         while let Some((&start, _)) = self.windows.first_key_value() {
             let end = start.saturating_add(size);
