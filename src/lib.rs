@@ -1,18 +1,21 @@
 //! Spillway: a load-shedding data stream management system.
 //!
 //! ```text
-//!  spec (YAML workload) ──▶ sql (query text -> QueryPlan)
-//!        │                        │
-//!        ▼                        ▼
-//!  generator (rates,      core: batches ─▶ per-query input queues ─▶ scheduler ─▶
-//!  field distributions) ─▶       pipelines (filter, project, window aggregate) ─▶ results
-//!        ▲                        │
-//!  runtime (live driver: tokio sources, engine thread, sinks, status line)
-//!  cli (run, check, bench)
+//!  spec (workload + policy YAML) ──▶ sql (query text -> QueryPlan)
+//!        │                                 │
+//!        ▼                                 ▼
+//!  generator (rates,   ──▶ core: ingest ─▶ drop points ─▶ per-query queues ─▶ scheduler
+//!  distributions)            ─▶ pipelines (filter, project, window aggregate) ─▶ results
+//!                                 │ counters                     ▲ drop rules
+//!                                 ▼                              │
+//!  runtime::monitor (QosSnapshot) ──▶ shed (when / where / how much) ──▶ runtime::control
+//!  runtime::{simulated, live} drive it all; cli: run, check, calibrate, bench
 //! ```
 //!
-//! `core`, `sql`, `spec` and `generator` are pure: no I/O, no threads, no clock. The `shell`
-//! feature adds `runtime` and the CLI around them.
+//! Pure (no I/O, no threads, no clock): `core`, `sql`, `spec` (apart from reading the
+//! workload and policy files), `generator`, `qos`, `shed`, and `runtime::{monitor,
+//! control, simulated, status}`. The `shell` feature adds the wall clock, the live
+//! driver, sinks and the CLI.
 
 pub mod core;
 pub mod generator;

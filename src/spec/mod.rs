@@ -57,7 +57,8 @@ pub fn parse(text: &str, file: &str) -> Result<Workload, SpecErrors> {
     parse_with(text, file, &crate::sql::plan_query)
 }
 
-/// Reads the file at `path` and parses it. The only file access of the library.
+/// Reads the file at `path` and parses it. With `load_policy`, the only file reads of the
+/// pure library (sinks, in the shell, write files).
 pub fn load_file(path: impl AsRef<Path>) -> Result<Workload, SpecErrors> {
     let (text, name) = read_text(path.as_ref(), "workload")?;
     parse(&text, &name)
