@@ -7,6 +7,16 @@ use std::sync::Arc;
 use super::batch::Column;
 use super::schema::Scalar;
 
+/// How a value is stored (timestamps are ints): a closed set, so a new storage type is a
+/// compile error at every kernel that must handle it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Storage {
+    Int,
+    Float,
+    Str,
+    Bool,
+}
+
 /// The result of evaluating an expression: borrowed from the batch where possible.
 #[derive(Debug)]
 pub enum Datum<'a> {
@@ -101,12 +111,12 @@ impl<'a> Datum<'a> {
         )
     }
 
-    pub fn storage(&self) -> u8 {
+    pub fn storage(&self) -> Storage {
         match self {
-            Datum::Ints(_) | Datum::Int(_) | Datum::Owned(Column::Int(_)) => 0,
-            Datum::Floats(_) | Datum::Float(_) | Datum::Owned(Column::Float(_)) => 1,
-            Datum::Strs(_) | Datum::Str(_) | Datum::Owned(Column::Str(_)) => 2,
-            Datum::Bools(_) | Datum::Bool(_) | Datum::Owned(Column::Bool(_)) => 3,
+            Datum::Ints(_) | Datum::Int(_) | Datum::Owned(Column::Int(_)) => Storage::Int,
+            Datum::Floats(_) | Datum::Float(_) | Datum::Owned(Column::Float(_)) => Storage::Float,
+            Datum::Strs(_) | Datum::Str(_) | Datum::Owned(Column::Str(_)) => Storage::Str,
+            Datum::Bools(_) | Datum::Bool(_) | Datum::Owned(Column::Bool(_)) => Storage::Bool,
         }
     }
 
@@ -141,10 +151,10 @@ impl<'a> Datum<'a> {
             Datum::Owned(c) => c,
             d => {
                 let mut c = match d.storage() {
-                    0 => Column::Int(Vec::with_capacity(n)),
-                    1 => Column::Float(Vec::with_capacity(n)),
-                    2 => Column::Str(Vec::with_capacity(n)),
-                    _ => Column::Bool(Vec::with_capacity(n)),
+                    Storage::Int => Column::Int(Vec::with_capacity(n)),
+                    Storage::Float => Column::Float(Vec::with_capacity(n)),
+                    Storage::Str => Column::Str(Vec::with_capacity(n)),
+                    Storage::Bool => Column::Bool(Vec::with_capacity(n)),
                 };
                 d.append_to(&mut c, n);
                 c

@@ -3,7 +3,7 @@
 //! evaluation never looks up a name or coerces a value per row.
 
 use super::batch::{Batch, Column};
-pub use super::datum::{Datum, Side};
+pub use super::datum::{Datum, Side, Storage};
 use super::schema::Scalar;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -181,8 +181,11 @@ impl Expr {
             Expr::Neg(e) => {
                 let d = e.eval(batch);
                 match d.storage() {
-                    0 => datum!(map(d.ints(), i64::wrapping_neg), Int, Int),
-                    _ => datum!(map(d.floats(), |x| -x), Float, Float),
+                    Storage::Int => datum!(map(d.ints(), i64::wrapping_neg), Int, Int),
+                    Storage::Float => datum!(map(d.floats(), |x| -x), Float, Float),
+                    s @ (Storage::Str | Storage::Bool) => {
+                        unreachable!("the planner types NEG of {s:?}")
+                    }
                 }
             }
             Expr::ToFloat(e) => datum!(map(e.eval(batch).ints(), |x| x as f64), Float, Float),
@@ -210,10 +213,10 @@ impl Expr {
                     } else {
                         Datum::Owned(Column::Bool(v))
                     }
-                } else if d.storage() == 0 {
+                } else if d.storage() == Storage::Int {
                     let ints: Vec<i64> = list.iter().filter_map(scalar_int).collect();
                     datum!(map(d.ints(), |x| ints.contains(&x) != neg), Bool, Bool)
-                } else if d.storage() == 1 {
+                } else if d.storage() == Storage::Float {
                     let fl: Vec<f64> = list.iter().filter_map(Scalar::as_f64).collect();
                     datum!(map(d.floats(), |x| fl.contains(&x) != neg), Bool, Bool)
                 } else {
@@ -267,14 +270,14 @@ fn binary<'a>(op: BinOp, l: &Datum<'_>, r: &Datum<'_>, n: usize) -> Datum<'a> {
         BinOp::And => datum!(zip(l.bools(), r.bools(), |x, y| x && y), Bool, Bool),
         BinOp::Or => datum!(zip(l.bools(), r.bools(), |x, y| x || y), Bool, Bool),
         op if is_cmp(op) => match l.storage() {
-            0 => datum!(zip(l.ints(), r.ints(), |x, y| cmp(op, x, y)), Bool, Bool),
-            1 => datum!(
+            Storage::Int => datum!(zip(l.ints(), r.ints(), |x, y| cmp(op, x, y)), Bool, Bool),
+            Storage::Float => datum!(
                 zip(l.floats(), r.floats(), |x, y| cmp(op, x, y)),
                 Bool,
                 Bool
             ),
-            3 => datum!(zip(l.bools(), r.bools(), |x, y| cmp(op, x, y)), Bool, Bool),
-            _ => {
+            Storage::Bool => datum!(zip(l.bools(), r.bools(), |x, y| cmp(op, x, y)), Bool, Bool),
+            Storage::Str => {
                 let one = matches!(l, Datum::Str(_)) && matches!(r, Datum::Str(_));
                 let rows = if one { 1 } else { n };
                 let v: Vec<bool> = (0..rows)
@@ -288,12 +291,12 @@ fn binary<'a>(op: BinOp, l: &Datum<'_>, r: &Datum<'_>, n: usize) -> Datum<'a> {
             }
         },
         op => match l.storage() {
-            0 => datum!(
+            Storage::Int => datum!(
                 zip(l.ints(), r.ints(), |x, y| int_arith(op, x, y)),
                 Int,
                 Int
             ),
-            _ => datum!(
+            Storage::Float | Storage::Str | Storage::Bool => datum!(
                 zip(l.floats(), r.floats(), |x, y| float_arith(op, x, y)),
                 Float,
                 Float

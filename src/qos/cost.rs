@@ -38,8 +38,9 @@ impl CostModel {
         } else {
             0.0
         };
-        // Only trust a slope when the input rate varied enough to identify it.
-        if var > 1e-3 * self.s1 * self.snn && self.s1 >= 3.0 {
+        // Only trust a slope when the input rate varied enough to identify it (a
+        // coefficient of variation of about 10%).
+        if var > 1e-2 * self.s1 * self.snn && self.s1 >= 3.0 {
             let slope = (self.s1 * self.snb - self.sn * self.sb) / var;
             let intercept = (self.sb - slope * self.sn) / self.s1;
             if slope > 0.0 && intercept >= 0.0 {
@@ -48,9 +49,13 @@ impl CostModel {
                 return;
             }
         }
-        if self.per_tuple == 0.0 || self.fixed == 0.0 {
-            self.per_tuple = ratio;
-        }
+        // Not identifiable now: keep the fixed part last fitted and let the per-tuple part
+        // follow the current ratio, so the estimate never freezes.
+        self.per_tuple = if self.fixed > 0.0 && self.sn > 0.0 {
+            ((self.sb - self.fixed * self.s1) / self.sn).max(0.0)
+        } else {
+            ratio
+        };
     }
 
     /// ns of work per input tuple.

@@ -35,41 +35,43 @@ pub struct SimSettings {
 }
 
 impl SimSettings {
-    /// Settings for `w`, or a message naming what is missing for simulated mode.
-    pub fn from_workload(w: &Workload, duration: Option<Nanos>) -> Result<SimSettings, String> {
-        let mut missing = Vec::new();
-        let costs = w
+    /// Settings for `w`, or what is missing for simulated mode.
+    pub fn from_workload(w: &Workload, duration: Option<Nanos>) -> Result<SimSettings, SimError> {
+        let missing: Vec<String> = w
             .queries
             .iter()
-            .map(|q| {
-                q.cost.unwrap_or_else(|| {
-                    missing.push(q.name.clone());
-                    0
-                })
-            })
+            .filter(|q| q.cost.is_none())
+            .map(|q| q.name.clone())
             .collect();
         if !missing.is_empty() {
-            return Err(format!(
-                "simulated mode needs a per-tuple `cost` (e.g. `cost: 200ns`) on every query; missing on: {}; `spillway calibrate` measures them on this machine",
-                missing.join(", ")
-            ));
+            return Err(SimError::MissingCost(missing.join(", ")));
         }
         if let Some(s) = w.streams.iter().find(|s| s.rate.is_unlimited()) {
-            return Err(format!(
-                "stream `{}` has rate `unlimited`, which has no meaning on virtual time; give it a rate",
-                s.name
-            ));
+            return Err(SimError::UnlimitedRate(s.name.clone()));
         }
-        let duration = duration.or(w.duration).ok_or_else(|| {
-            "simulated mode needs a `duration` (in the workload or --duration)".to_string()
-        })?;
+        let duration = duration.or(w.duration).ok_or(SimError::NoDuration)?;
         Ok(SimSettings {
             duration,
-            costs,
+            costs: w.queries.iter().map(|q| q.cost.unwrap_or(0)).collect(),
             cores: w.engine.cores,
             cost_scale: 1.0,
         })
     }
+}
+
+/// Why a workload cannot run simulated.
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+pub enum SimError {
+    #[error(
+        "simulated mode needs a per-tuple `cost` (e.g. `cost: 200ns`) on every query; missing on: {0}; `spillway calibrate` measures them on this machine"
+    )]
+    MissingCost(String),
+    #[error(
+        "stream `{0}` has rate `unlimited`, which has no meaning on virtual time; give it a rate"
+    )]
+    UnlimitedRate(String),
+    #[error("simulated mode needs a `duration` (in the workload or --duration)")]
+    NoDuration,
 }
 
 /// What steers a simulated run from outside: the control loop (shedding and the QoS

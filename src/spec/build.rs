@@ -87,6 +87,12 @@ fn build_engine(diag: &mut Diagnostics, e: &EngineConfig) -> EngineSettings {
     let workers = at_least_one("workers", e.workers, d.workers);
     let batch_size = at_least_one("batch_size", e.batch_size, d.batch_size);
     let queue_capacity = at_least_one("queue_capacity", e.queue_capacity, d.queue_capacity);
+    if batch_size > 1 << 20 {
+        diag.at(
+            "engine.batch_size",
+            format!("batch_size {batch_size} is too large: at most 1048576 tuples"),
+        );
+    }
     if workers > 1 {
         diag.at(
             "engine.workers",

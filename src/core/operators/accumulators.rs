@@ -3,7 +3,7 @@
 //! They hold what was observed; `scaling` holds what random shedding took away.
 
 use crate::core::batch::Column;
-use crate::core::expr::{Datum, Side};
+use crate::core::expr::{Datum, Side, Storage};
 use crate::core::plan::AggFunc;
 use crate::core::schema::DataType;
 
@@ -83,7 +83,7 @@ impl Acc {
             }
             Acc::Avg { sum, n } => {
                 let d = arg.expect("AVG has an argument");
-                if d.storage() == 0 {
+                if d.storage() == Storage::Int {
                     let a = d.ints();
                     for &(s, r) in pairs {
                         sum[s as usize] += a.at(r as usize) as f64;

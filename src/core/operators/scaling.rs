@@ -24,6 +24,7 @@
 
 use super::accumulators::{Acc, push_estimate};
 use super::approx::{ColumnApprox, Output};
+use crate::core::expr::Storage;
 use crate::core::expr::{Datum, Expr, Side};
 use crate::core::plan::{AggFunc, AggregatePlan};
 
@@ -182,7 +183,7 @@ impl Scaling {
             a.d1[s] += c * d;
             a.d2[s] += c * d * d;
         };
-        if arg.storage() == 0 {
+        if arg.storage() == Storage::Int {
             let v: Side<'_, i64> = arg.ints();
             for &(s, r) in pairs {
                 fold(s as usize, v.at(r as usize) as f64);

@@ -19,7 +19,7 @@ use super::accumulators::Acc;
 use super::approx::Output;
 use super::scaling::Scaling;
 use crate::core::batch::{Batch, Column};
-use crate::core::expr::Datum;
+use crate::core::expr::{Datum, Storage};
 use crate::core::plan::{AggFunc, AggregatePlan, MAX_GROUP_KEYS, TimeSource};
 use crate::core::schema::{DataType, Nanos};
 
@@ -147,10 +147,21 @@ impl WindowAggregate {
             let enc = &mut self.encoded[k];
             enc.clear();
             match d.storage() {
-                0 => enc.extend((0..n).map(|i| d.ints().at(i))),
-                1 => enc.extend((0..n).map(|i| d.floats().at(i).to_bits() as i64)),
-                3 => enc.extend((0..n).map(|i| d.bools().at(i) as i64)),
-                _ => {
+                Storage::Int => enc.extend((0..n).map(|i| d.ints().at(i))),
+                // -0.0 groups with 0.0 and every NaN with every other NaN, as SQL expects.
+                Storage::Float => enc.extend((0..n).map(|i| {
+                    let x = d.floats().at(i);
+                    let x = if x == 0.0 {
+                        0.0
+                    } else if x.is_nan() {
+                        f64::NAN
+                    } else {
+                        x
+                    };
+                    x.to_bits() as i64
+                })),
+                Storage::Bool => enc.extend((0..n).map(|i| d.bools().at(i) as i64)),
+                Storage::Str => {
                     let interner = &mut self.interners[k];
                     for i in 0..n {
                         let id = match d {
