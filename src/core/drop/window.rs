@@ -1,0 +1,108 @@
+//! Window-aware dropping at a drop point: the keep fraction of each window is fixed when
+//! the window opens, and a (key, window) group is kept or dropped whole by a seeded hash,
+//! so every emitted window is exact. Decisions keep binding until their window is long
+//! closed, even after the rule is lifted.
+
+use std::hash::{Hash, Hasher};
+
+use rustc_hash::FxHasher;
+
+use super::{DropPoint, DropRule, threshold};
+use crate::core::batch::{Batch, Column};
+use crate::core::plan::WindowSpec;
+
+/// Window-aware dropping: whole (key, window) groups are kept or dropped, with the keep
+/// fraction in force when the window opened, so every emitted window result is exact.
+/// Only tumbling windows (a tuple belongs to one window) over column keys qualify.
+#[derive(Clone, Debug, PartialEq)]
+pub struct WindowRule {
+    pub keep: f64,
+    /// Column holding the window time, or `None` for arrival time.
+    pub time_column: Option<usize>,
+    pub window: WindowSpec,
+    pub key_columns: Vec<usize>,
+}
+
+impl DropPoint {
+    /// Whether window decisions made earlier still bind some open window.
+    pub(super) fn window_binding(&self) -> bool {
+        self.window.is_some() && self.opened.values().any(|&k| k < 1.0)
+    }
+
+    /// The window-aware decision for row `i`: keep iff its (key, window) group was drawn
+    /// with the keep fraction in force when that window opened.
+    pub(super) fn window_keeps(&mut self, batch: &Batch, i: usize, keep_now: f64) -> bool {
+        let Some(w) = &self.window else {
+            return true;
+        };
+        let t = match w.time_column.map(|c| &batch.columns[c]) {
+            Some(Column::Int(v)) => v[i],
+            Some(_) => return true,
+            None => batch.arrival[i],
+        };
+        let size = w.window.size.max(1);
+        let start = t.div_euclid(size) * size;
+        let first = *self.first_window.get_or_insert(start);
+        let keep = if start <= first {
+            1.0
+        } else {
+            *self.opened.entry(start).or_insert(keep_now)
+        };
+        if keep >= 1.0 {
+            return true;
+        }
+        let mut h = FxHasher::default();
+        (self.seed, start).hash(&mut h);
+        for &c in &w.key_columns {
+            match &batch.columns[c] {
+                Column::Int(v) => v[i].hash(&mut h),
+                Column::Float(v) => v[i].to_bits().hash(&mut h),
+                Column::Str(v) => v[i].hash(&mut h),
+                Column::Bool(v) => v[i].hash(&mut h),
+            }
+        }
+        // FxHash's low bits are weak; mix before comparing.
+        let x = h
+            .finish()
+            .wrapping_mul(0x9E37_79B9_7F4A_7C15)
+            .rotate_left(29);
+        x < threshold(keep)
+    }
+
+    /// Forgets windows that ended well before the newest time in `batch`, and the window
+    /// rule itself once no decision of it binds any more.
+    pub(super) fn prune_windows(&mut self, batch: &Batch) {
+        let Some(w) = &self.window else { return };
+        let times: &[i64] = match w.time_column.map(|c| &batch.columns[c]) {
+            Some(Column::Int(v)) => v,
+            Some(_) => return,
+            None => &batch.arrival,
+        };
+        let size = w.window.size.max(1);
+        if let Some(&last) = times.iter().max() {
+            // A generous margin for late tuples.
+            let horizon = last - 4 * size;
+            while self
+                .opened
+                .first_key_value()
+                .is_some_and(|(&s, _)| s < horizon)
+            {
+                self.opened.pop_first();
+            }
+        }
+        if !matches!(self.rule, DropRule::Window(_)) && !self.window_binding() {
+            self.window = None;
+            self.opened.clear();
+            self.first_window = None;
+        }
+    }
+
+    /// The random keep probability this point applies (1 for other rules): what
+    /// Horvitz-Thompson scaling divides by.
+    pub fn random_keep(&self) -> f64 {
+        match &self.rule {
+            DropRule::Random { keep } => keep.clamp(0.0, 1.0),
+            _ => 1.0,
+        }
+    }
+}

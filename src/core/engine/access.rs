@@ -1,0 +1,115 @@
+//! Read access to the engine for drivers and the QoS monitor (indices, plans, queues,
+//! histograms, value observers) and the few counters drivers feed in (busy time,
+//! overhead). Nothing here touches tuples.
+
+use super::{Engine, QueryDef, ValueObserver};
+use crate::core::engine::DropRules;
+use crate::core::plan::QueryPlan;
+use crate::core::schema::{Nanos, Schema};
+
+impl Engine {
+    pub fn stream_index(&self, name: &str) -> Option<usize> {
+        self.streams
+            .iter()
+            .position(|s| s.def.name.eq_ignore_ascii_case(name))
+    }
+
+    pub fn stream_schema(&self, stream: usize) -> &Schema {
+        &self.streams[stream].def.schema
+    }
+
+    pub fn query_names(&self) -> impl Iterator<Item = &str> {
+        self.queries.iter().map(|q| q.def.name.as_str())
+    }
+
+    /// Starts counting the values of `observer.column` of `stream` at ingest; returns its
+    /// index for `value_counts`.
+    pub fn observe_values(&mut self, stream: usize, observer: ValueObserver) -> usize {
+        let obs = &mut self.streams[stream].observers;
+        obs.push(observer);
+        obs.len() - 1
+    }
+
+    /// The counts of a value observer, to read and then age (`decay_values`).
+    pub fn value_counts(&self, stream: usize, observer: usize) -> &ValueObserver {
+        &self.streams[stream].observers[observer]
+    }
+
+    /// Resets the counts of every value observer (the monitor folds them into its own
+    /// decaying histograms each tick).
+    pub fn reset_value_counts(&mut self) {
+        for s in &mut self.streams {
+            for o in &mut s.observers {
+                o.counts.iter_mut().for_each(|c| *c = 0);
+            }
+        }
+    }
+
+    /// Adds `busy` nanoseconds of processing to `query` (the driver times each turn: on the
+    /// wall clock live, by declared cost simulated).
+    pub fn record_busy(&mut self, query: usize, busy: Nanos) {
+        self.queries[query].stats.busy += busy.max(0) as u64;
+    }
+
+    /// Adds engine-thread time spent outside query turns (ingest): work the shedder cannot
+    /// hand to queries.
+    pub fn record_overhead(&mut self, ns: Nanos) {
+        self.overhead += ns.max(0) as u64;
+    }
+
+    pub fn query_count(&self) -> usize {
+        self.queries.len()
+    }
+
+    pub fn stream_count(&self) -> usize {
+        self.streams.len()
+    }
+
+    /// The stream query `q` reads.
+    pub fn query_stream(&self, q: usize) -> usize {
+        self.queries[q].stream
+    }
+
+    pub fn query_plan(&self, q: usize) -> &QueryPlan {
+        &self.queries[q].def.plan
+    }
+
+    pub fn query_def(&self, q: usize) -> &QueryDef {
+        &self.queries[q].def
+    }
+
+    /// Result latencies of query `q` since `reset_tick_latency`.
+    pub fn tick_latency(&self, q: usize) -> &hdrhistogram::Histogram<u64> {
+        &self.queries[q].stats.latency_tick
+    }
+
+    pub fn reset_tick_latency(&mut self) {
+        for q in &mut self.queries {
+            q.stats.latency_tick.reset();
+        }
+    }
+
+    /// Arrival time of the oldest tuple waiting in query `q`'s input queue.
+    pub fn oldest_queued(&self, q: usize) -> Option<Nanos> {
+        self.queries[q].queue.oldest_arrival()
+    }
+
+    /// Queued tuples of query `q`.
+    pub fn queue_depth(&self, q: usize) -> usize {
+        self.queries[q].queue.depth()
+    }
+
+    /// The rule each drop point applies now: streams then queries.
+    pub fn drop_rules(&self) -> DropRules {
+        DropRules {
+            streams: self.streams.iter().map(|s| s.drop.rule().clone()).collect(),
+            queries: self.queries.iter().map(|q| q.drop.rule().clone()).collect(),
+            queue_capacity: None,
+        }
+    }
+
+    /// Tuples queued over all queries.
+    pub fn queued(&self) -> usize {
+        self.queries.iter().map(|q| q.queue.depth()).sum()
+    }
+}
