@@ -39,7 +39,7 @@ pub fn status_lines(r: &ControlReport, at: Nanos, shedding_policy: bool) -> Stri
         let p = &r.plan;
         let _ = writeln!(
             s,
-            "[{:>6.1}s] load {:.2} x target ({:.0}% busy), {}, utility {:.2}",
+            "[{:>6.1}s] demand {:.2} x capacity target ({:.0}% busy), {}, utility {:.2}",
             at as f64 / 1e9,
             if p.target > 0.0 {
                 p.load / p.target
