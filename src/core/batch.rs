@@ -150,6 +150,18 @@ impl Batch {
         }
     }
 
+    /// Appends the rows of `src` named by `sel`, copying only the columns marked in `used`
+    /// (the others stay empty: the caller promises nothing reads them).
+    pub fn gather_used_from(&mut self, src: &Batch, sel: &[u32], used: &[bool]) {
+        self.arrival
+            .extend(sel.iter().map(|&i| src.arrival[i as usize]));
+        for ((d, s), &u) in self.columns.iter_mut().zip(&src.columns).zip(used) {
+            if u {
+                d.gather_from(s, sel);
+            }
+        }
+    }
+
     /// Appends all rows of `src`.
     pub fn extend_from(&mut self, src: &Batch) {
         self.arrival.extend_from_slice(&src.arrival);

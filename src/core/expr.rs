@@ -166,6 +166,34 @@ impl Expr {
         }
     }
 
+    /// Marks in `used` every input column the expression reads.
+    pub fn mark_columns(&self, used: &mut [bool]) {
+        match self {
+            Expr::Column(i) => {
+                if let Some(u) = used.get_mut(*i) {
+                    *u = true;
+                }
+            }
+            Expr::Arrival | Expr::Literal(_) => {}
+            Expr::Binary { left, right, .. } => {
+                left.mark_columns(used);
+                right.mark_columns(used);
+            }
+            Expr::Not(e) | Expr::Neg(e) | Expr::ToFloat(e) => e.mark_columns(used),
+            Expr::InList { expr, .. } => expr.mark_columns(used),
+            Expr::Case {
+                branches,
+                otherwise,
+            } => {
+                for (c, v) in branches {
+                    c.mark_columns(used);
+                    v.mark_columns(used);
+                }
+                otherwise.mark_columns(used);
+            }
+        }
+    }
+
     /// Evaluates the expression over every row of `batch`.
     pub fn eval<'a>(&'a self, batch: &'a Batch) -> Datum<'a> {
         let n = batch.len();

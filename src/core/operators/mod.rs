@@ -21,7 +21,7 @@ pub use window::WindowAggregate;
 
 use super::batch::Batch;
 use super::expr::Expr;
-use super::plan::{PlanBody, QueryPlan};
+use super::plan::{PlanBody, QueryPlan, TimeSource};
 use super::schema::{DataType, Nanos};
 
 #[derive(Debug)]
@@ -81,6 +81,8 @@ pub struct Pipeline {
     out_types: Vec<DataType>,
     sel: Vec<u32>,
     filtered: Batch,
+    /// Input columns read after the filter.
+    used: Vec<bool>,
 }
 
 impl Pipeline {
@@ -103,9 +105,26 @@ impl Pipeline {
                 kept: Output::new(&a.group_row_types()),
             })),
         };
+        // Columns the pipeline reads after its filter: only these are copied when the
+        // filter keeps part of a batch.
+        let mut used = vec![false; input_types.len()];
+        match &plan.body {
+            PlanBody::Project(exprs) => exprs.iter().for_each(|e| e.mark_columns(&mut used)),
+            PlanBody::Aggregate(a) => {
+                a.keys.iter().for_each(|e| e.mark_columns(&mut used));
+                a.aggs
+                    .iter()
+                    .filter_map(|c| c.arg.as_ref())
+                    .for_each(|e| e.mark_columns(&mut used));
+                if let TimeSource::Column(c) = a.time {
+                    used[c] = true;
+                }
+            }
+        }
         Pipeline {
             filter: plan.filter.clone(),
             body,
+            used,
             input_types: input_types.to_vec(),
             out_types: plan.output.types(),
             sel: Vec::new(),
@@ -147,7 +166,7 @@ impl Pipeline {
                     (input, false)
                 } else {
                     self.filtered.clear();
-                    self.filtered.gather_from(input, &self.sel);
+                    self.filtered.gather_used_from(input, &self.sel, &self.used);
                     (&self.filtered, true)
                 }
             }
