@@ -3,9 +3,10 @@
 //! `SpecErrors` lists every problem with its file, line, column and setting path.
 //!
 //! The pipeline: `read` parses the YAML and deserializes each section, stream and query on
-//! its own (`de` tracks the path of every value); `build` validates meaning (`build_stream`,
-//! `build_field`, `build_query`, which plans the SQL); `locate` turns setting paths into
-//! positions. The format is documented field by field in `config` and `distribution`.
+//! its own, and each key of the engine, a stream or a query on its own when that entry
+//! fails (`de_entry`; `de` tracks the path of every value; `duplicates` finds every
+//! duplicate key); `build` validates meaning (`build_stream`, `build_field`, `build_query`,
+//! which plans the SQL); `locate` turns setting paths into positions. The format is documented field by field in `config` and `distribution`.
 
 mod build;
 mod build_field;
@@ -14,8 +15,10 @@ mod build_stream;
 mod config;
 mod de;
 mod de_access;
+mod de_entry;
 mod de_named;
 mod distribution;
+mod duplicates;
 mod duration;
 mod error;
 mod locate;
@@ -27,6 +30,8 @@ mod workload;
 mod tests;
 #[cfg(test)]
 mod tests_errors;
+#[cfg(test)]
+mod tests_errors_entry;
 #[cfg(test)]
 mod tests_sql;
 

@@ -1,14 +1,18 @@
 //! Reading the YAML text into config structs: syntax first, then every top-level section,
-//! stream and query on its own, so one broken entry never hides the errors of another.
-//! What could not be read is reported and left out; `build` sees only well-formed entries.
+//! stream and query on its own, and within the engine, a stream or a query every key on its
+//! own (`de_entry`), so one broken setting never hides the errors of another. What could
+//! not be read is reported and left out; `build` sees only well-formed entries.
 
 use serde::Deserialize;
+use serde::de::DeserializeOwned;
 use serde::de::Error as _;
 use serde_yaml::Value;
 
 use super::config::{EngineConfig, QueryConfig, StreamConfig, WorkloadConfig};
 use super::de::{DeError, from_value, key_text, kind};
+use super::de_entry::{EntryErrors, read_entry};
 use super::de_named::NamedMap;
+use super::duplicates::duplicates;
 use super::duration::DurationConfig;
 use super::error::{Diagnostics, join};
 
@@ -19,8 +23,9 @@ const FIELDS: &[&str] = &[
 
 /// What could be read of a workload file.
 pub(crate) struct Read {
-    /// Entries that failed to read are missing; required settings that are missing are
-    /// empty. Only meaningful when no error was reported.
+    /// Entries that failed to read are missing, or without the keys that failed if the
+    /// rest reads; required settings that are missing are empty. Only meaningful when no
+    /// error was reported.
     pub config: WorkloadConfig,
     /// Schemas of streams whose entry failed to read for another reason, so queries over
     /// them can still be checked.
@@ -43,6 +48,11 @@ pub(crate) fn read(diag: &mut Diagnostics) -> Option<Read> {
         Err(e) => {
             let (line, col) = e.location().map_or((1, 1), |l| (l.line(), l.column()));
             diag.at_position(line, col, "", syntax_message(&e));
+            // The parser stops at the first duplicate key (just reported): find the others.
+            for d in duplicates(diag.text()).iter().skip(1) {
+                let (line, col) = d.position(diag.text());
+                diag.at_position(line, col, &d.parent, d.message());
+            }
             return None;
         }
     };
@@ -93,12 +103,12 @@ pub(crate) fn read(diag: &mut Diagnostics) -> Option<Read> {
             "duration" => {
                 c.duration = section::<Option<DurationConfig>>(diag, value, "duration").flatten()
             }
-            "engine" => c.engine = section(diag, value, "engine").unwrap_or_default(),
+            "engine" => c.engine = entry(diag, value, "engine").unwrap_or_default(),
             "policy" => c.policy = section(diag, value, "policy").flatten(),
             "streams" => read_streams(diag, value, &mut out),
             "queries" => {
                 out.config.queries = entries(diag, value, "queries", |diag, v, path| {
-                    section::<QueryConfig>(diag, v, path)
+                    entry::<QueryConfig>(diag, v, path)
                 })
             }
             _ => diag.at(&name, DeError::unknown_field(&name, FIELDS).message),
@@ -138,6 +148,20 @@ fn section<'a, T: Deserialize<'a>>(
         Err(e) => {
             report(diag, e, path);
             None
+        }
+    }
+}
+
+/// Deserializes one entry, reporting the error of each of its keys; what could be read of
+/// it if it failed (see `read_entry`).
+fn entry<T: DeserializeOwned>(diag: &mut Diagnostics, value: &Value, path: &str) -> Option<T> {
+    match read_entry(value, path) {
+        Ok(t) => Some(t),
+        Err(EntryErrors { errors, rest }) => {
+            for e in errors {
+                report(diag, e, path);
+            }
+            rest
         }
     }
 }
@@ -198,15 +222,13 @@ fn read_streams(diag: &mut Diagnostics, value: &Value, out: &mut Read) {
     let mut streams = Vec::new();
     for (name, v) in named(diag, value, "streams") {
         let path = join("streams", &name);
-        match from_value::<StreamConfig>(v, &path) {
-            Ok(s) => streams.push((name, s)),
-            Err(e) => {
-                report(diag, e, &path);
-                match partial(name, v, &path) {
-                    Some(p) => out.partial_streams.push(p),
-                    None => out.schemas_missing = true,
-                }
-            }
+        // A stream whose required settings read is kept without the keys that failed.
+        match entry::<StreamConfig>(diag, v, &path) {
+            Some(s) => streams.push((name, s)),
+            None => match partial(name, v, &path) {
+                Some(p) => out.partial_streams.push(p),
+                None => out.schemas_missing = true,
+            },
         }
     }
     out.config.streams = NamedMap(streams);
