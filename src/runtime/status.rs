@@ -39,7 +39,7 @@ pub fn status_lines(r: &ControlReport, at: Nanos, shedding_policy: bool) -> Stri
         let p = &r.plan;
         let _ = writeln!(
             s,
-            "[{:>6.1}s] demand {:.2} x capacity target ({:.0}% busy), {}, utility {:.2}",
+            "[{:>6.1}s] demand {:.2} x capacity target ({:.0}% busy), {}, utility {:.2}{}",
             at as f64 / 1e9,
             if p.target > 0.0 {
                 p.load / p.target
@@ -53,6 +53,14 @@ pub fn status_lines(r: &ControlReport, at: Nanos, shedding_policy: bool) -> Stri
                 "not shedding".to_string()
             },
             p.weighted_utility,
+            // Stream drop points, when any drops (query points show per query below).
+            r.qos
+                .streams
+                .iter()
+                .zip(&r.stream_keep)
+                .filter(|(_, k)| **k < 1.0)
+                .map(|(st, k)| format!(", stream {} keep {k:.2}", st.name))
+                .collect::<String>(),
         );
     }
     for (i, q) in r.qos.queries.iter().enumerate() {
