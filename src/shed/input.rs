@@ -36,7 +36,8 @@ pub struct PolicyParams {
     pub headroom: f64,
     /// Fraction of queued work to drain per second, `>= 0`: queue load is
     /// `melt * sum c_q * queued_q`, so a backlog claims capacity until it is gone.
-    /// Default 0.5 (a backlog melts with a half-life of about 1.4 s).
+    /// Default 2: the model claims capacity to drain a backlog within about half a second,
+    /// so a surge leaves latency above target for as short a time as possible.
     pub melt: f64,
     /// Cursor step in percent delivered, in `[0.1, 100]`. Smaller steps shed closer to
     /// the need but take more planning work (`100 / step` moves per query at most).
@@ -71,7 +72,7 @@ impl Default for PolicyParams {
         PolicyParams {
             kind: ShedKind::Random,
             headroom: 0.9,
-            melt: 0.5,
+            melt: 2.0,
             step: 1.0,
             low: 0.8,
             hold: 5,

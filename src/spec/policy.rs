@@ -5,7 +5,7 @@
 //! ```yaml
 //! kind: random            # none | tail-drop | random | semantic | window-aware
 //! headroom: 0.9           # share of capacity queries may use
-//! melt: 0.5               # share of queued work to drain per second
+//! melt: 2                 # share of queued work to drain per second
 //! step: 1                 # percent granularity of the loss/gain walk
 //! hysteresis: {low: 0.8, hold: 5}
 //! feedback: {setpoint: 0.8, kp: 0.3, ki: 0.05, min: 0.05, max: 1.0}
@@ -42,7 +42,7 @@ pub struct PolicyConfig {
     /// `H` in `(0, 1]` (default 0.9): the share of capacity query work may use.
     #[serde(default)]
     pub headroom: Option<f64>,
-    /// Share of queued work to drain per second, `>= 0` (default 0.5).
+    /// Share of queued work to drain per second, `>= 0` (default 2).
     #[serde(default)]
     pub melt: Option<f64>,
     /// Percent step of the loss/gain walk, in `[0.1, 100]` (default 1).
