@@ -84,6 +84,8 @@ struct QueryTrack {
     delivered: Ewma,
     ring: Vec<Histogram<u64>>,
     sum: Histogram<u64>,
+    /// Scratch for the control signal's short window (reused, not reallocated per tick).
+    recent: Histogram<u64>,
     next: usize,
     /// (processed, results, seconds) of each tick in the window.
     counts: std::collections::VecDeque<(f64, f64, f64)>,
@@ -133,6 +135,7 @@ impl Monitor {
                         .map(|_| latency_histogram())
                         .collect(),
                     sum: latency_histogram(),
+                    recent: latency_histogram(),
                     next: 0,
                     counts: std::collections::VecDeque::new(),
                     value,
@@ -232,8 +235,9 @@ impl Monitor {
             // window would keep reporting a backlog long gone and make the loop overshoot.
             let latency = target.map(|l| {
                 let n = t.ring.len();
-                let mut recent = t.ring[(t.next + n - 1) % n].clone();
-                for k in 2..=CONTROL_TICKS.min(n) {
+                let recent = &mut t.recent;
+                recent.reset();
+                for k in 1..=CONTROL_TICKS.min(n) {
                     let _ = recent.add(&t.ring[(t.next + n - k) % n]);
                 }
                 let at = if recent.is_empty() {

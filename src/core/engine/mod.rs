@@ -67,6 +67,8 @@ pub enum EngineError {
 #[derive(Debug)]
 struct StreamState {
     def: StreamDef,
+    /// `def.schema.types()`, kept so ingest does not rebuild it per batch.
+    types: Vec<DataType>,
     readers: Vec<usize>,
     ingested: u64,
     drop: DropPoint,
@@ -127,6 +129,7 @@ impl Engine {
             .into_iter()
             .enumerate()
             .map(|(i, def)| StreamState {
+                types: def.schema.types(),
                 def,
                 readers: Vec::new(),
                 ingested: 0,
@@ -201,14 +204,14 @@ impl Engine {
         let batch = match s.drop.apply(&batch, &mut self.sel) {
             None => Arc::new(batch),
             Some(()) => {
-                let mut kept = Batch::new(&s.def.schema.types(), self.sel.len());
+                let mut kept = Batch::new(&s.types, self.sel.len());
                 kept.gather_from(&batch, &self.sel);
                 Arc::new(kept)
             }
         };
         let stream_keep = s.drop.random_keep();
         let stream_shed = diff(&s.drop.dropped, &before);
-        let types = s.def.schema.types();
+        let types = &s.types;
         for &qi in &s.readers {
             let q = &mut self.queries[qi];
             q.stats.offered += n;
@@ -223,7 +226,7 @@ impl Engine {
                     keep: stream_keep * q.drop.random_keep(),
                 },
                 Some(()) => {
-                    let mut kept = Batch::new(&types, self.sel.len());
+                    let mut kept = Batch::new(types, self.sel.len());
                     kept.gather_from(&batch, &self.sel);
                     Queued {
                         batch: Arc::new(kept),
