@@ -124,16 +124,16 @@ fn run_writes_json_lines_per_query_and_a_balanced_summary() {
     assert!(Path::new(&dir.path().join("very_hot.jsonl")).exists());
 }
 
-#[test]
-fn ctrl_c_drains_flushes_and_prints_the_summary() {
+/// Starts `spillway` with `args`, waits for its first status line (the run is under way
+/// with data flowing), sends SIGINT, and returns the exit code and what it printed after.
+fn interrupt_after_first_status(args: &[&str]) -> (Option<i32>, String) {
     let mut child = spillway()
-        .args(["run", "workloads/quickstart.yaml", "--duration", "60s"])
+        .args(args)
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
     let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
-    // Wait for the first status line: the run is under way with data flowing.
     for line in lines.by_ref() {
         if line.unwrap().contains("in ") {
             break;
@@ -145,9 +145,14 @@ fn ctrl_c_drains_flushes_and_prints_the_summary() {
         .unwrap();
     assert!(killed.success());
     let rest: Vec<String> = lines.map(|l| l.unwrap()).collect();
-    let status = child.wait().unwrap();
-    let rest = rest.join("\n");
-    assert_eq!(status.code(), Some(130), "{rest}");
+    (child.wait().unwrap().code(), rest.join("\n"))
+}
+
+#[test]
+fn ctrl_c_drains_flushes_and_prints_the_summary() {
+    let (code, rest) =
+        interrupt_after_first_status(&["run", "workloads/quickstart.yaml", "--duration", "60s"]);
+    assert_eq!(code, Some(130), "{rest}");
     assert!(rest.contains("summary of `quickstart`"), "{rest}");
     assert_eq!(rest.matches("balanced").count(), 3, "{rest}");
     assert!(rest.contains("queued 0"), "queues drained: {rest}");
@@ -156,35 +161,17 @@ fn ctrl_c_drains_flushes_and_prints_the_summary() {
 #[test]
 fn ctrl_c_stops_a_simulated_run_cleanly_too() {
     let dir = tempfile::tempdir().unwrap();
-    let mut child = spillway()
-        .args([
-            "run",
-            "workloads/quickstart.yaml",
-            "--simulated",
-            "--duration",
-            "1h",
-        ])
-        .arg("--out")
-        .arg(dir.path())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
-    for line in lines.by_ref() {
-        if line.unwrap().contains("in ") {
-            break;
-        }
-    }
-    let killed = Command::new("kill")
-        .args(["-INT", &child.id().to_string()])
-        .status()
-        .unwrap();
-    assert!(killed.success());
-    let rest: Vec<String> = lines.map(|l| l.unwrap()).collect();
-    let status = child.wait().unwrap();
-    let rest = rest.join("\n");
-    assert_eq!(status.code(), Some(130), "{rest}");
+    let out = dir.path().to_str().unwrap();
+    let (code, rest) = interrupt_after_first_status(&[
+        "run",
+        "workloads/quickstart.yaml",
+        "--simulated",
+        "--duration",
+        "1h",
+        "--out",
+        out,
+    ]);
+    assert_eq!(code, Some(130), "{rest}");
     assert!(rest.contains("summary of `quickstart`"), "{rest}");
     assert_eq!(rest.matches("balanced").count(), 3, "{rest}");
     // Every line written is whole: sinks were flushed, not cut off.

@@ -64,6 +64,19 @@ pub fn resolve_policy(
     })
 }
 
+/// The end-of-run summary on stderr, with the shedding part when a policy sheds.
+fn print_summary(
+    name: &str,
+    snapshot: &crate::core::stats::EngineSnapshot,
+    elapsed: i64,
+    history: Option<&crate::runtime::control::RunHistory>,
+) {
+    eprint!("{}", status::summary(snapshot, name, elapsed));
+    if let Some(h) = history {
+        eprint!("{}", status::shedding_summary(h, snapshot));
+    }
+}
+
 /// The run's sinks; an `--out` that is not a directory is bad input.
 fn open_sinks(w: &Workload, out: Option<&Path>) -> Result<Sinks, Failure> {
     sinks_for(w, out).map_err(|e| match e.kind() {
@@ -103,16 +116,12 @@ pub fn run(args: RunArgs) -> Result<ExitCode, Failure> {
     }
     let shedding = !matches!(policy.params.kind, crate::shed::ShedKind::None);
     let report = run_live(&w, engine, policy, &mut sinks.sinks, &sinks.route, &opts)?;
-    eprint!(
-        "{}",
-        status::summary(&report.snapshot, &w.name, report.elapsed)
+    print_summary(
+        &w.name,
+        &report.snapshot,
+        report.elapsed,
+        shedding.then_some(&report.history),
     );
-    if shedding {
-        eprint!(
-            "{}",
-            status::shedding_summary(&report.history, &report.snapshot)
-        );
-    }
     if report.violations > 0 {
         eprintln!(
             "  conservation ledger violated at {} ticks",
@@ -194,16 +203,12 @@ fn simulated(
         let _ = s.flush();
     }
     let wall = clock.since_start();
-    eprint!(
-        "{}",
-        status::summary(&report.snapshot, &w.name, report.virtual_end)
+    print_summary(
+        &w.name,
+        &report.snapshot,
+        report.virtual_end,
+        shedding_policy.then_some(controller.history()),
     );
-    if shedding_policy {
-        eprint!(
-            "{}",
-            status::shedding_summary(controller.history(), &report.snapshot)
-        );
-    }
     let tuples: u64 = report.snapshot.streams.iter().map(|s| s.ingested).sum();
     eprintln!(
         "  simulated {:.1} s of virtual time in {:.2} s of wall time ({} virtual tuples/s of wall time)",
