@@ -77,17 +77,17 @@ pub struct EngineConfig {
     #[serde(default)]
     pub workers: Option<usize>,
     /// How often sources emit what is due and the engine checks windows and load
-    /// (default `100ms`). Shorter ticks mean smoother input and lower latency at more
-    /// overhead. Must be positive.
+    /// (default `100ms`). Shorter ticks mean smoother input, lower latency and a faster
+    /// reaction to surges, at more overhead. At least `1ms`.
     #[serde(default)]
     pub tick: Option<DurationConfig>,
-    /// Tuples per batch, at least 1 (default 1024). Larger batches amortise per-batch costs;
-    /// smaller ones lower latency.
+    /// Tuples per batch, 1 to 1048576 (default 1024). Larger batches amortise per-batch
+    /// costs; smaller ones lower latency.
     #[serde(default)]
     pub batch_size: Option<usize>,
     /// Capacity of each query's input queue in tuples, at least 1 (default 1000000). A full
     /// queue drops arriving tuples (counted as `QueueFull`), so this bounds memory and
-    /// queueing delay.
+    /// queueing delay. Queries whose QoS says `lossless` have unbounded queues.
     #[serde(default)]
     pub queue_capacity: Option<usize>,
     /// Which query runs next: `round-robin` (default, each query with work in turn),
