@@ -213,6 +213,20 @@ fn semantic_keeps_at_least_1_3x_the_utility_of_random_at_2x_overload() {
         value_utility(&random, &w, 2 * S, 6 * S),
     );
     assert!(us >= 1.3 * ur, "semantic {us:.0} vs random {ur:.0}");
+    // Both answers admit they lost input: every row emitted while shedding carries its
+    // keep fraction.
+    for run in [&semantic, &random] {
+        let shedding: Vec<&Row> = run
+            .rows
+            .iter()
+            .filter(|r| r.at >= 3 * S && r.at < 6 * S)
+            .collect();
+        assert!(!shedding.is_empty());
+        assert!(
+            shedding.iter().all(|r| r.keep < 1.0),
+            "a row without its keep fraction"
+        );
+    }
     // Against everything offered (the same seed on ample capacity).
     let exact = simulate(
         &workload(&skewed_value(200_000, 10.0)),

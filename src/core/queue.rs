@@ -22,6 +22,9 @@ pub enum Admit {
 pub struct Queued {
     pub batch: Arc<Batch>,
     pub keep: f64,
+    /// Share of the offered batch that semantic drops left (1 when none dropped): results
+    /// built from it are incomplete by design and say so, but are not scaled.
+    pub value_keep: f64,
 }
 
 #[derive(Debug)]

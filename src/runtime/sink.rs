@@ -122,6 +122,8 @@ fn write_approx(
     for (c, (ci, bound)) in a.columns.iter().zip(names) {
         match c {
             ColumnApprox::Exact => {}
+            // Not scaled in this row (exact part, or thinned by value): no interval.
+            ColumnApprox::Interval { lo, hi } if lo[row].is_nan() && hi[row].is_nan() => {}
             ColumnApprox::Interval { lo, hi } => {
                 write!(w, ",{ci}:[")?;
                 write_float(w, lo[row])?;

@@ -220,21 +220,22 @@ impl Engine {
                 continue;
             }
             let before = q.drop.dropped;
-            let item = match q.drop.apply(&batch, &mut self.sel) {
-                None => Queued {
-                    batch: batch.clone(),
-                    keep: stream_keep * q.drop.random_keep(),
-                },
+            let kept = match q.drop.apply(&batch, &mut self.sel) {
+                None => batch.clone(),
                 Some(()) => {
                     let mut kept = Batch::new(types, self.sel.len());
                     kept.gather_from(&batch, &self.sel);
-                    Queued {
-                        batch: Arc::new(kept),
-                        keep: stream_keep * q.drop.random_keep(),
-                    }
+                    Arc::new(kept)
                 }
             };
-            add(&mut q.stats.dropped, &diff(&q.drop.dropped, &before));
+            let query_shed = diff(&q.drop.dropped, &before);
+            let semantic = DropReason::ShedSemantic.index();
+            let item = Queued {
+                batch: kept,
+                keep: stream_keep * q.drop.random_keep(),
+                value_keep: 1.0 - (stream_shed[semantic] + query_shed[semantic]) as f64 / n as f64,
+            };
+            add(&mut q.stats.dropped, &query_shed);
             let len = item.batch.len() as u64;
             if len > 0 && q.queue.push(item) == Admit::Full {
                 q.stats.dropped[DropReason::QueueFull.index()] += len;
@@ -274,7 +275,8 @@ impl Engine {
         let qi = self.scheduler.pick(&self.views, now)?;
         let q = &mut self.queries[qi];
         let item = q.queue.pop()?;
-        q.pipeline.process(&item.batch, item.keep, &mut q.out);
+        q.pipeline
+            .process(&item.batch, item.keep, item.value_keep, &mut q.out);
         q.stats.processed += item.batch.len() as u64;
         Some(Turn {
             query: qi,

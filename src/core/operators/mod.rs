@@ -155,8 +155,9 @@ impl Pipeline {
     }
 
     /// Runs one input batch whose tuples each survived random shedding with probability
-    /// `keep`; results are appended to `out`.
-    pub fn process(&mut self, input: &Batch, keep: f64, out: &mut Output) {
+    /// `keep`, and of which semantic drops left `value_keep`; results are appended to
+    /// `out`.
+    pub fn process(&mut self, input: &Batch, keep: f64, value_keep: f64, out: &mut Output) {
         let unfiltered = input;
         let (input, filtered_out) = match &self.filter {
             None => (input, false),
@@ -181,11 +182,12 @@ impl Pipeline {
                     e.eval_into(input, col);
                 }
                 out.rows.arrival.extend_from_slice(&input.arrival);
-                out.approx.push_uniform(before, input.len(), keep);
+                out.approx
+                    .push_uniform(before, input.len(), keep * value_keep);
             }
             Body::Aggregate(a) => {
                 if !input.is_empty() {
-                    a.op.process(input, keep, &mut a.groups);
+                    a.op.process(input, keep, value_keep, &mut a.groups);
                 }
                 // Tuples the filter removed still tell the time: windows they complete close
                 // now, not when the next passing tuple arrives.

@@ -224,6 +224,15 @@ impl Scaling {
         out.approx.push_row(row, keep, &self.kinds, &self.intervals);
     }
 
+    /// The side-car row of a group that semantic drops thinned but random drops did not:
+    /// its keep fraction, no intervals (nothing was scaled), MIN and MAX flagged as bounds.
+    pub fn mark_incomplete(&mut self, row: usize, keep: f64, out: &mut Output) {
+        self.intervals.clear();
+        self.intervals
+            .resize(self.kinds.len(), (f64::NAN, f64::NAN));
+        out.approx.push_row(row, keep, &self.kinds, &self.intervals);
+    }
+
     /// The HT count of a lossy `slot` that kept `kept` tuples.
     fn count(&self, slot: usize, kept: i64) -> Estimate {
         Estimate::new(kept as f64 + self.excess[slot], self.var[slot])

@@ -57,7 +57,7 @@ fn run(sql: &str, batches: &[(Rows<'_>, f64)]) -> (Pipeline, Output) {
     let mut p = pipeline(sql);
     let mut out = p.new_output();
     for (rows, keep) in batches {
-        p.process(&batch(rows), *keep, &mut out);
+        p.process(&batch(rows), *keep, 1.0, &mut out);
     }
     p.flush(1_000 * SEC, &mut out);
     assert_aligned(&out);
@@ -272,10 +272,10 @@ fn mixed_keep_within_a_window_weights_each_batch_by_its_own_keep() {
 fn stateless_rows_carry_their_batch_keep() {
     let mut p = pipeline("SELECT k, v FROM s WHERE v > 1");
     let mut out = p.new_output();
-    p.process(&batch(&[(1, 2, 0), (1, 0, 1)]), 1.0, &mut out);
+    p.process(&batch(&[(1, 2, 0), (1, 0, 1)]), 1.0, 1.0, &mut out);
     assert!(out.approx.is_exact());
-    p.process(&batch(&[(1, 2, 2), (1, 3, 3)]), 0.5, &mut out);
-    p.process(&batch(&[(1, 4, 4)]), 1.0, &mut out);
+    p.process(&batch(&[(1, 2, 2), (1, 3, 3)]), 0.5, 1.0, &mut out);
+    p.process(&batch(&[(1, 4, 4)]), 1.0, 1.0, &mut out);
     assert_eq!(out.approx.keep, vec![1.0, 0.5, 0.5, 1.0]);
     assert!(out.approx.columns.is_empty());
 }
@@ -323,7 +323,7 @@ fn shed_windows(
                     kept.push_row(t, &row);
                 }
             }
-            p.process(&kept, p_keep, &mut out);
+            p.process(&kept, p_keep, 1.0, &mut out);
         }
         exact.push([n, sum, sum / n]);
     }
@@ -376,4 +376,35 @@ fn scaled_answers_hold_when_keep_changes_between_batches() {
     // The shedder adapts: batches alternate between keep 0.5, 1.0 and 0.25.
     let checks = shed_windows(11, 200, 12_000, |b| [0.5, 1.0, 0.25][b as usize % 3]);
     assert_estimates_hold(&checks);
+}
+
+#[test]
+fn groups_thinned_by_value_say_so_without_being_scaled() {
+    let mut p = pipeline(
+        "SELECT k, COUNT(*) AS n, MAX(v) AS hi FROM s GROUP BY k, TUMBLE(ts, INTERVAL '1' SECOND)",
+    );
+    let mut out = p.new_output();
+    // Key 1 comes from a batch semantic drops halved; key 2 from an untouched one.
+    p.process(&batch(&[(1, 5, 0), (1, 7, 10)]), 1.0, 0.5, &mut out);
+    p.process(&batch(&[(2, 3, 20)]), 1.0, 1.0, &mut out);
+    p.flush(1_000 * SEC, &mut out);
+    assert_aligned(&out);
+    let types = [DataType::Int, DataType::Int, DataType::Int];
+    assert_eq!(
+        out.rows.row(0, &types),
+        [Scalar::Int(1), Scalar::Int(2), Scalar::Int(7)],
+        "counts are not scaled"
+    );
+    assert_eq!(out.approx.keep, [0.5, 1.0]);
+    assert_eq!(
+        out.approx.interval(1, 0),
+        None,
+        "no interval without random loss"
+    );
+    assert_eq!(out.approx.columns[2], ColumnApprox::LowerBound);
+
+    let mut p = pipeline("SELECT k, v FROM s WHERE v > 0");
+    let mut out = p.new_output();
+    p.process(&batch(&[(1, 5, 0)]), 1.0, 0.25, &mut out);
+    assert_eq!(out.approx.keep, [0.25]);
 }

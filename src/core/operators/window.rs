@@ -64,6 +64,8 @@ pub struct WindowAggregate {
     interners: Vec<Interner>,
     /// Largest time seen; `i64::MIN` before the first tuple.
     watermark: i64,
+    /// Per slot: the lowest share semantic drops left of any batch that fed it (1: none).
+    value_keep: Vec<f64>,
     /// Every window ending at or before this has been emitted and may never reopen: a tuple
     /// that only belongs to such windows is late.
     closed: i64,
@@ -108,6 +110,7 @@ impl WindowAggregate {
             interners: plan.keys.iter().map(|_| Interner::default()).collect(),
             watermark: i64::MIN,
             closed: i64::MIN,
+            value_keep: Vec::new(),
             due: VecDeque::new(),
             next_due: i64::MIN,
             late: 0,
@@ -137,7 +140,7 @@ impl WindowAggregate {
     /// Folds a batch whose tuples each survived random shedding with probability `keep`
     /// into the open groups, then closes the windows the watermark passed, appending their
     /// group rows to `out` (typed by `AggregatePlan::group_row_types`).
-    pub fn process(&mut self, batch: &Batch, keep: f64, out: &mut Output) {
+    pub fn process(&mut self, batch: &Batch, keep: f64, value_keep: f64, out: &mut Output) {
         let n = batch.len();
         if n == 0 {
             return;
@@ -220,6 +223,13 @@ impl WindowAggregate {
                 self.late += 1;
             }
         }
+        // A group fed by a batch that semantic drops thinned is incomplete (not scaled).
+        if value_keep < 1.0 {
+            for &(slot, _) in &pairs {
+                let v = &mut self.value_keep[slot as usize];
+                *v = v.min(value_keep);
+            }
+        }
         // Only a batch that lost tuples at random touches the scaling state.
         let lossy = keep > 0.0 && keep < 1.0;
         if lossy {
@@ -300,6 +310,11 @@ impl WindowAggregate {
             acc.reset(slot as usize);
         }
         self.scaling.reset(slot as usize);
+        let v = &mut self.value_keep;
+        if slot as usize >= v.len() {
+            v.resize(slot as usize + 1, 1.0);
+        }
+        v[slot as usize] = 1.0;
         self.groups.insert(gk, slot);
         self.windows.entry(gk.0).or_default().push(slot);
         slot
@@ -356,14 +371,23 @@ impl WindowAggregate {
 
     fn emit_row(&mut self, slot: usize, start: i64, end: i64, due: Nanos, out: &mut Output) {
         let (nkeys, naggs) = (self.plan.keys.len(), self.plan.aggs.len());
+        let value_keep = self.value_keep[slot];
         if self.scaling.is_lossy(slot) {
             let kept = self.accs[self.count_acc]
                 .kept_count(slot)
                 .expect("the count accumulator counts");
             self.scaling.emit(slot, kept, &self.accs, out);
+            if let Some(k) = out.approx.keep.last_mut() {
+                *k *= value_keep;
+            }
         } else {
             for (i, acc) in self.accs[..naggs].iter().enumerate() {
                 acc.emit(slot, &mut out.rows.columns[nkeys + i]);
+            }
+            if value_keep < 1.0 {
+                // Incomplete but not scaled: keep fraction, no intervals, bounds flagged.
+                self.scaling
+                    .mark_incomplete(out.rows.len(), value_keep, out);
             }
         }
         let out = &mut out.rows;
