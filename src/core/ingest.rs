@@ -3,7 +3,7 @@
 //! as one `DropRules`. Also the small counting helpers the engine's ingest path uses.
 
 use super::batch::{Batch, Column};
-use super::drop::{DropCounts, DropRule, bin_of};
+use super::drop::{DropCounts, DropReason, DropRule, bin_of};
 
 /// What the shedder installs: a rule per stream and per query drop point, and optionally
 /// a new input queue bound (tail-drop).
@@ -40,6 +40,18 @@ pub(super) fn diff(a: &DropCounts, b: &DropCounts) -> DropCounts {
 pub(super) fn add(a: &mut DropCounts, b: &DropCounts) {
     for (x, y) in a.iter_mut().zip(b) {
         *x += y;
+    }
+}
+
+/// The share of the tuples that reached a drop point's value test and passed it: of
+/// `offered`, those it dropped for window decisions never reached the test.
+pub(super) fn share_left(offered: u64, dropped: &DropCounts) -> f64 {
+    let semantic = dropped[DropReason::ShedSemantic.index()];
+    let reached = offered.saturating_sub(dropped[DropReason::ShedWindow.index()]);
+    if semantic == 0 || reached == 0 {
+        1.0
+    } else {
+        1.0 - semantic as f64 / reached as f64
     }
 }
 

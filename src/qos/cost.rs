@@ -51,11 +51,14 @@ impl CostModel {
         }
         // Not identifiable now: keep the fixed part last fitted and let the per-tuple part
         // follow the current ratio, so the estimate never freezes.
-        self.per_tuple = if self.fixed > 0.0 && self.sn > 0.0 {
-            ((self.sb - self.fixed * self.s1) / self.sn).max(0.0)
+        // If the old fixed part no longer fits under today's busy time, it is stale: drop it.
+        let residual = self.sb - self.fixed * self.s1;
+        if self.fixed > 0.0 && self.sn > 0.0 && residual > 0.0 {
+            self.per_tuple = residual / self.sn;
         } else {
-            ratio
-        };
+            self.fixed = 0.0;
+            self.per_tuple = ratio;
+        }
     }
 
     /// ns of work per input tuple.
@@ -87,6 +90,25 @@ mod tests {
         }
         assert!((m.per_tuple() - 500.0).abs() < 1e-3, "{}", m.per_tuple());
         assert!(m.fixed().abs() < 1.0, "{}", m.fixed());
+    }
+
+    #[test]
+    fn a_stale_fixed_part_is_dropped_not_kept_against_the_evidence() {
+        let mut m = CostModel::default();
+        for k in 0..20 {
+            let n = 1000.0 + 100.0 * k as f64;
+            m.update(n, 1e6 + 500.0 * n, 0.1);
+        }
+        assert!(m.fixed() > 0.0);
+        // The window work disappears; the rate stays constant (no slope to fit).
+        for _ in 0..60 {
+            m.update(1000.0, 500.0 * 1000.0, 0.1);
+        }
+        // Never pinned at zero, and consistent with what is measured now (10k tuples/s,
+        // 5 ms of work per second).
+        assert!(m.per_tuple() > 100.0, "per-tuple cost {}", m.per_tuple());
+        let predicted = m.fixed() + m.per_tuple() * 10_000.0;
+        assert!((predicted - 5e6).abs() < 0.05 * 5e6, "predicts {predicted} ns/s");
     }
 
     #[test]

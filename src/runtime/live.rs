@@ -143,11 +143,13 @@ pub fn run_live(
         }
         if since >= next_tick {
             let t0 = clock.now();
+            // Frontier first, then drain: everything stamped below it is then ingested.
             let frontier = frontiers
                 .iter()
                 .map(|f| f.load(Ordering::Acquire))
                 .min()
                 .unwrap_or(t0);
+            disconnected |= drain(&rx, &mut engine);
             engine.tick(t0, frontier);
             out.emit(&mut engine, clock.now());
             let report = controller.tick(&mut engine, clock.now(), workload);
@@ -181,10 +183,16 @@ pub fn watch_ctrl_c(runtime: &tokio::runtime::Runtime, stop: Arc<AtomicBool>) {
     // SIGTERM (a service manager, `timeout`) stops as cleanly as Ctrl-C.
     let term = stop.clone();
     runtime.spawn(async move {
-        if let Ok(mut s) = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
-            && s.recv().await.is_some()
-        {
+        let Ok(mut s) = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+        else {
+            return;
+        };
+        if s.recv().await.is_some() {
+            eprintln!("spillway: SIGTERM: draining queues and flushing sinks (again to abort)");
             term.store(true, Ordering::Relaxed);
+            if s.recv().await.is_some() {
+                std::process::exit(143);
+            }
         }
     });
     runtime.spawn(async move {

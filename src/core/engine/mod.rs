@@ -13,7 +13,7 @@ mod access;
 use super::batch::Batch;
 use super::drop::{DropPoint, DropReason};
 pub use super::ingest::{DropRules, ValueObserver};
-use super::ingest::{add, diff, mix, observe};
+use super::ingest::{add, diff, mix, observe, share_left};
 use super::operators::{Output, Pipeline, ResultApprox};
 use super::plan::QueryPlan;
 use super::queue::{Admit, InputQueue, Queued};
@@ -229,11 +229,13 @@ impl Engine {
                 }
             };
             let query_shed = diff(&q.drop.dropped, &before);
-            let semantic = DropReason::ShedSemantic.index();
             let item = Queued {
                 batch: kept,
                 keep: stream_keep * q.drop.random_keep(),
-                value_keep: 1.0 - (stream_shed[semantic] + query_shed[semantic]) as f64 / n as f64,
+                // Each point's semantic share of what reached its value test (window
+                // decisions come first there), multiplied along the way.
+                value_keep: share_left(n, &stream_shed)
+                    * share_left(batch.len() as u64, &query_shed),
             };
             add(&mut q.stats.dropped, &query_shed);
             let len = item.batch.len() as u64;

@@ -83,6 +83,8 @@ pub struct Pipeline {
     filtered: Batch,
     /// Input columns read after the filter.
     used: Vec<bool>,
+    /// Scratch: per filtered row, the watermark the unfiltered rows up to it imply.
+    prefix: Vec<(i64, Nanos)>,
 }
 
 impl Pipeline {
@@ -125,6 +127,7 @@ impl Pipeline {
             filter: plan.filter.clone(),
             body,
             used,
+            prefix: Vec::new(),
             input_types: input_types.to_vec(),
             out_types: plan.output.types(),
             sel: Vec::new(),
@@ -187,7 +190,13 @@ impl Pipeline {
             }
             Body::Aggregate(a) => {
                 if !input.is_empty() {
-                    a.op.process(input, keep, value_keep, &mut a.groups);
+                    let prefix = if filtered_out {
+                        a.op.prefix_watermarks(unfiltered, &self.sel, &mut self.prefix);
+                        Some(self.prefix.as_slice())
+                    } else {
+                        None
+                    };
+                    a.op.process(input, keep, value_keep, prefix, &mut a.groups);
                 }
                 // Tuples the filter removed still tell the time: windows they complete close
                 // now, not when the next passing tuple arrives.

@@ -140,7 +140,17 @@ impl WindowAggregate {
     /// Folds a batch whose tuples each survived random shedding with probability `keep`
     /// into the open groups, then closes the windows the watermark passed, appending their
     /// group rows to `out` (typed by `AggregatePlan::group_row_types`).
-    pub fn process(&mut self, batch: &Batch, keep: f64, value_keep: f64, out: &mut Output) {
+    /// `prefix`, when the filter removed rows, gives for each row of `batch` the largest
+    /// time (and its arrival) among the unfiltered rows up to it, so the watermark moves
+    /// exactly as if every row had been seen in order.
+    pub fn process(
+        &mut self,
+        batch: &Batch,
+        keep: f64,
+        value_keep: f64,
+        prefix: Option<&[(i64, Nanos)]>,
+        out: &mut Output,
+    ) {
         let n = batch.len();
         if n == 0 {
             return;
@@ -193,11 +203,12 @@ impl WindowAggregate {
         let mut pairs = std::mem::take(&mut self.pairs);
         pairs.clear();
         for (row, &t) in times.iter().enumerate() {
-            if t > self.watermark {
-                self.watermark = t;
-                let closed_to = t.saturating_sub(lateness);
+            let (w, a) = prefix.map_or((t, batch.arrival[row]), |p| p[row]);
+            if w > self.watermark {
+                self.watermark = w;
+                let closed_to = w.saturating_sub(lateness);
                 if closed_to >= self.next_due {
-                    self.due.push_back((t, batch.arrival[row]));
+                    self.due.push_back((w, a));
                     self.next_due = self.next_end_after(closed_to);
                 }
             }
@@ -250,6 +261,32 @@ impl WindowAggregate {
         self.pairs = pairs;
         let closed_to = self.watermark.saturating_sub(lateness);
         self.close(closed_to, None, out);
+    }
+
+    /// For each row of `all` named by `sel`, the largest time (and the arrival of the row
+    /// holding it) among the rows of `all` up to and including it: what the watermark would
+    /// be there had the filter removed nothing.
+    pub fn prefix_watermarks(&self, all: &Batch, sel: &[u32], out: &mut Vec<(i64, Nanos)>) {
+        let times: &[i64] = match self.plan.time {
+            TimeSource::Column(i) => match &all.columns[i] {
+                Column::Int(v) => v,
+                other => unreachable!("time column {other:?}"),
+            },
+            TimeSource::Arrival => &all.arrival,
+        };
+        out.clear();
+        let mut best = (i64::MIN, 0);
+        let mut next = 0usize;
+        for &j in sel {
+            let j = j as usize;
+            while next <= j {
+                if times[next] > best.0 {
+                    best = (times[next], all.arrival[next]);
+                }
+                next += 1;
+            }
+            out.push(best);
+        }
     }
 
     /// Moves the watermark to the latest time in `batch` without folding its tuples (they
