@@ -108,7 +108,10 @@ mod tests {
         // 5 ms of work per second).
         assert!(m.per_tuple() > 100.0, "per-tuple cost {}", m.per_tuple());
         let predicted = m.fixed() + m.per_tuple() * 10_000.0;
-        assert!((predicted - 5e6).abs() < 0.05 * 5e6, "predicts {predicted} ns/s");
+        assert!(
+            (predicted - 5e6).abs() < 0.05 * 5e6,
+            "predicts {predicted} ns/s"
+        );
     }
 
     #[test]
