@@ -408,3 +408,47 @@ fn groups_thinned_by_value_say_so_without_being_scaled() {
     p.process(&batch(&[(1, 5, 0)]), 1.0, 0.25, &mut out);
     assert_eq!(out.approx.keep, [0.25]);
 }
+
+#[test]
+fn interned_keys_live_only_as_long_as_their_groups() {
+    let f = |n: &str, ty| Field { name: n.into(), ty };
+    let mut schema = Schema::new(vec![f("name", DataType::Str), f("ts", DataType::Timestamp)]);
+    schema.event_time = Some(1);
+    let catalog = Catalog {
+        streams: vec![("s".into(), schema.clone())],
+    };
+    let sql = "SELECT name, COUNT(*) AS n FROM s GROUP BY name, TUMBLE(ts, INTERVAL '1' SECOND)";
+    let plan = plan_query(sql, &catalog).unwrap();
+    let crate::core::plan::PlanBody::Aggregate(a) = &plan.body else {
+        unreachable!()
+    };
+    let mut op = super::WindowAggregate::new(a);
+    let mut out = Output::new(&a.group_row_types());
+    // 1000 windows, each with 5 session ids never seen again, plus one late tuple each.
+    for w in 0..1000i64 {
+        let mut b = Batch::new(&schema.types(), 6);
+        for i in 0..5 {
+            let name: std::sync::Arc<str> = format!("s{w}-{i}").into();
+            b.push_row(0, &[Scalar::Str(name), Scalar::Timestamp(w * SEC)]);
+        }
+        let late: std::sync::Arc<str> = format!("late{w}").into();
+        b.push_row(0, &[Scalar::Str(late), Scalar::Timestamp((w - 2) * SEC)]);
+        op.process(&b, 1.0, 1.0, None, &mut out);
+        assert!(
+            op.interned() <= 10,
+            "window {w}: {} strings kept",
+            op.interned()
+        );
+    }
+    assert_eq!(
+        out.len(),
+        999 * 5,
+        "every closed window emitted with its names"
+    );
+    let types = a.group_row_types();
+    assert_eq!(out.rows.row(0, &types)[0], Scalar::Str("s0-0".into()));
+    assert_eq!(
+        out.rows.row(4995 - 1, &types)[0],
+        Scalar::Str("s998-4".into())
+    );
+}

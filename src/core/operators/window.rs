@@ -27,11 +27,19 @@ use crate::core::schema::{DataType, Nanos};
 /// floats as bits), so lookups hash a fixed-size value and never allocate.
 type GroupKey = (i64, [i64; MAX_GROUP_KEYS]);
 
-/// Interns the strings of one key column; ids are stable for the operator's lifetime.
+/// Interns the strings of one key column. An id lives while an open group uses it: groups
+/// retain and release their ids, and ids a batch created but no group took are swept after
+/// the batch, so memory follows the open groups, not every key ever seen.
 #[derive(Debug, Default)]
 struct Interner {
     ids: FxHashMap<Arc<str>, i64>,
     names: Vec<Arc<str>>,
+    /// Open groups using each id.
+    refs: Vec<u32>,
+    live: Vec<bool>,
+    free: Vec<i64>,
+    /// Ids created during the current batch.
+    fresh: Vec<i64>,
 }
 
 impl Interner {
@@ -39,10 +47,58 @@ impl Interner {
         if let Some(&id) = self.ids.get(s) {
             return id;
         }
-        let id = self.names.len() as i64;
-        self.names.push(s.clone());
+        let id = match self.free.pop() {
+            Some(id) => {
+                let i = id as usize;
+                self.names[i] = s.clone();
+                self.refs[i] = 0;
+                self.live[i] = true;
+                id
+            }
+            None => {
+                self.names.push(s.clone());
+                self.refs.push(0);
+                self.live.push(true);
+                (self.names.len() - 1) as i64
+            }
+        };
         self.ids.insert(s.clone(), id);
+        self.fresh.push(id);
         id
+    }
+
+    fn retain(&mut self, id: i64) {
+        self.refs[id as usize] += 1;
+    }
+
+    fn release(&mut self, id: i64) {
+        let i = id as usize;
+        self.refs[i] = self.refs[i].saturating_sub(1);
+        if self.refs[i] == 0 {
+            self.forget(id);
+        }
+    }
+
+    fn forget(&mut self, id: i64) {
+        let i = id as usize;
+        if self.live[i] {
+            self.live[i] = false;
+            self.ids.remove(&self.names[i]);
+            self.free.push(id);
+        }
+    }
+
+    /// Forgets the ids this batch created that no group took (late or filtered tuples).
+    fn sweep(&mut self) {
+        while let Some(id) = self.fresh.pop() {
+            if self.refs[id as usize] == 0 {
+                self.forget(id);
+            }
+        }
+    }
+
+    fn len(&self) -> usize {
+        self.ids.len()
     }
 }
 
@@ -127,6 +183,11 @@ impl WindowAggregate {
     /// Groups currently open (state size).
     pub fn open_groups(&self) -> usize {
         self.groups.len()
+    }
+
+    /// Strings interned for open groups' keys, over all key columns.
+    pub fn interned(&self) -> usize {
+        self.interners.iter().map(Interner::len).sum()
     }
 
     /// The smallest window end strictly greater than `t`.
@@ -261,6 +322,9 @@ impl WindowAggregate {
         self.pairs = pairs;
         let closed_to = self.watermark.saturating_sub(lateness);
         self.close(closed_to, None, out);
+        for interner in &mut self.interners {
+            interner.sweep();
+        }
     }
 
     /// For each row of `all` named by `sel`, the largest time (and the arrival of the row
@@ -353,6 +417,11 @@ impl WindowAggregate {
         }
         v[slot as usize] = 1.0;
         self.groups.insert(gk, slot);
+        for (k, interner) in self.interners.iter_mut().enumerate() {
+            if self.plan.key_types[k] == DataType::Str {
+                interner.retain(gk.1[k]);
+            }
+        }
         self.windows.entry(gk.0).or_default().push(slot);
         slot
     }
@@ -376,6 +445,11 @@ impl WindowAggregate {
                 self.emit_row(slot as usize, start, end, due, out);
                 let gk = self.slot_keys[slot as usize];
                 self.groups.remove(&gk);
+                for (k, interner) in self.interners.iter_mut().enumerate() {
+                    if self.plan.key_types[k] == DataType::Str {
+                        interner.release(gk.1[k]);
+                    }
+                }
                 self.free.push(slot);
             }
         }
