@@ -11,6 +11,7 @@
 
 mod accumulators;
 mod approx;
+mod interner;
 mod scaling;
 #[cfg(test)]
 mod tests;

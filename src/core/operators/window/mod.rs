@@ -11,12 +11,14 @@
 //! `kept / estimated count`. Groups that saw only exact batches are emitted as observed.
 
 use std::collections::{BTreeMap, VecDeque};
-use std::sync::Arc;
 
 use rustc_hash::FxHashMap;
 
 use super::accumulators::Acc;
 use super::approx::Output;
+use super::interner::Interner;
+
+mod time;
 use super::scaling::Scaling;
 use crate::core::batch::{Batch, Column};
 use crate::core::expr::{Datum, Storage};
@@ -26,81 +28,6 @@ use crate::core::schema::{DataType, Nanos};
 /// A group: window start plus the key values packed into integers (strings interned,
 /// floats as bits), so lookups hash a fixed-size value and never allocate.
 type GroupKey = (i64, [i64; MAX_GROUP_KEYS]);
-
-/// Interns the strings of one key column. An id lives while an open group uses it: groups
-/// retain and release their ids, and ids a batch created but no group took are swept after
-/// the batch, so memory follows the open groups, not every key ever seen.
-#[derive(Debug, Default)]
-struct Interner {
-    ids: FxHashMap<Arc<str>, i64>,
-    names: Vec<Arc<str>>,
-    /// Open groups using each id.
-    refs: Vec<u32>,
-    live: Vec<bool>,
-    free: Vec<i64>,
-    /// Ids created during the current batch.
-    fresh: Vec<i64>,
-}
-
-impl Interner {
-    fn id(&mut self, s: &Arc<str>) -> i64 {
-        if let Some(&id) = self.ids.get(s) {
-            return id;
-        }
-        let id = match self.free.pop() {
-            Some(id) => {
-                let i = id as usize;
-                self.names[i] = s.clone();
-                self.refs[i] = 0;
-                self.live[i] = true;
-                id
-            }
-            None => {
-                self.names.push(s.clone());
-                self.refs.push(0);
-                self.live.push(true);
-                (self.names.len() - 1) as i64
-            }
-        };
-        self.ids.insert(s.clone(), id);
-        self.fresh.push(id);
-        id
-    }
-
-    fn retain(&mut self, id: i64) {
-        self.refs[id as usize] += 1;
-    }
-
-    fn release(&mut self, id: i64) {
-        let i = id as usize;
-        self.refs[i] = self.refs[i].saturating_sub(1);
-        if self.refs[i] == 0 {
-            self.forget(id);
-        }
-    }
-
-    fn forget(&mut self, id: i64) {
-        let i = id as usize;
-        if self.live[i] {
-            self.live[i] = false;
-            self.ids.remove(&self.names[i]);
-            self.free.push(id);
-        }
-    }
-
-    /// Forgets the ids this batch created that no group took (late or filtered tuples).
-    fn sweep(&mut self) {
-        while let Some(id) = self.fresh.pop() {
-            if self.refs[id as usize] == 0 {
-                self.forget(id);
-            }
-        }
-    }
-
-    fn len(&self) -> usize {
-        self.ids.len()
-    }
-}
 
 #[derive(Debug)]
 pub struct WindowAggregate {
@@ -188,14 +115,6 @@ impl WindowAggregate {
     /// Strings interned for open groups' keys, over all key columns.
     pub fn interned(&self) -> usize {
         self.interners.iter().map(Interner::len).sum()
-    }
-
-    /// The smallest window end strictly greater than `t`.
-    fn next_end_after(&self, t: i64) -> i64 {
-        let (size, slide) = (self.plan.window.size, self.plan.window.slide);
-        // Ends are k*slide + size; find the smallest k with k*slide + size > t.
-        let k = (t - size).div_euclid(slide) + 1;
-        k.saturating_mul(slide).saturating_add(size)
     }
 
     /// Folds a batch whose tuples each survived random shedding with probability `keep`
@@ -327,58 +246,6 @@ impl WindowAggregate {
         }
     }
 
-    /// For each row of `all` named by `sel`, the largest time (and the arrival of the row
-    /// holding it) among the rows of `all` up to and including it: what the watermark would
-    /// be there had the filter removed nothing.
-    pub fn prefix_watermarks(&self, all: &Batch, sel: &[u32], out: &mut Vec<(i64, Nanos)>) {
-        let times: &[i64] = match self.plan.time {
-            TimeSource::Column(i) => match &all.columns[i] {
-                Column::Int(v) => v,
-                other => unreachable!("time column {other:?}"),
-            },
-            TimeSource::Arrival => &all.arrival,
-        };
-        out.clear();
-        let mut best = (i64::MIN, 0);
-        let mut next = 0usize;
-        for &j in sel {
-            let j = j as usize;
-            while next <= j {
-                if times[next] > best.0 {
-                    best = (times[next], all.arrival[next]);
-                }
-                next += 1;
-            }
-            out.push(best);
-        }
-    }
-
-    /// Moves the watermark to the latest time in `batch` without folding its tuples (they
-    /// were filtered out, but their time still says the windows before it are complete),
-    /// and closes what that completes.
-    pub fn advance(&mut self, batch: &Batch, out: &mut Output) {
-        let times: &[i64] = match self.plan.time {
-            TimeSource::Column(i) => match &batch.columns[i] {
-                Column::Int(v) => v,
-                other => unreachable!("time column {other:?}"),
-            },
-            TimeSource::Arrival => &batch.arrival,
-        };
-        let Some((row, &t)) = times.iter().enumerate().max_by_key(|(_, t)| **t) else {
-            return;
-        };
-        if t <= self.watermark {
-            return;
-        }
-        self.watermark = t;
-        let closed_to = t.saturating_sub(self.plan.lateness);
-        if closed_to >= self.next_due {
-            self.due.push_back((t, batch.arrival[row]));
-            self.next_due = self.next_end_after(closed_to);
-        }
-        self.close(closed_to, None, out);
-    }
-
     /// Closes arrival-time windows that ended by `bound` (the engine passes the earliest of
     /// now, the ingest frontier and the oldest queued arrival, so no tuple still on its way
     /// can belong to them).
@@ -467,17 +334,6 @@ impl WindowAggregate {
         {
             self.due.pop_front();
         }
-    }
-
-    /// The arrival of the first tuple whose time closed a window ending at `end`.
-    fn due_arrival(&self, end: i64) -> Nanos {
-        let lateness = self.plan.lateness;
-        self.due
-            .iter()
-            .find(|(wm, _)| wm.saturating_sub(lateness) >= end)
-            .or(self.due.back())
-            .map(|&(_, a)| a)
-            .unwrap_or(0)
     }
 
     fn emit_row(&mut self, slot: usize, start: i64, end: i64, due: Nanos, out: &mut Output) {
