@@ -15,6 +15,8 @@ mod interner;
 mod scaling;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_state;
 mod window;
 
 pub use approx::{ColumnApprox, Output, ResultApprox};
