@@ -136,7 +136,12 @@ pub fn run_live(
             break;
         } else {
             match rx.recv_timeout(Duration::from_millis(1)) {
-                Ok((s, b)) => engine.ingest(s, b),
+                Ok((s, b)) => {
+                    // Ingest is engine overhead here too, not only in `drain`.
+                    let t0 = clock.now();
+                    engine.ingest(s, b);
+                    engine.record_overhead(clock.now() - t0);
+                }
                 Err(RecvTimeoutError::Disconnected) => disconnected = true,
                 Err(RecvTimeoutError::Timeout) => {}
             }
