@@ -2,7 +2,9 @@
 //! separate state; tuples are conserved; the simulated driver is deterministic.
 
 use spillway::core::engine::Engine;
+use spillway::runtime::observe::Observers;
 use spillway::runtime::simulated::{SimControl, SimSettings, run_simulated};
+use spillway::runtime::stop::StopHandle;
 use spillway::spec;
 
 const TWO_QUERIES: &str = r#"
@@ -41,15 +43,14 @@ fn run(w: &spec::Workload) -> (Vec<String>, spillway::core::stats::EngineSnapsho
         &settings,
         SimControl {
             controller: None,
-            stop: &|| false,
+            stop: &StopHandle::new(),
         },
         |e| {
             for i in 0..e.batch.len() {
                 rows.push(format!("{} {:?}", e.query, e.batch.row(i, e.types)));
             }
         },
-        |_| {},
-        |_, _| {},
+        &mut Observers::default(),
     );
     (rows, report.snapshot)
 }

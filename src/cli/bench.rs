@@ -2,8 +2,6 @@
 //! a hand-written typed loop as the yardstick, and the same query end to end in live mode.
 
 use std::process::ExitCode;
-use std::sync::Arc;
-use std::sync::atomic::AtomicBool;
 
 use clap::Args;
 use rustc_hash::FxHashMap;
@@ -16,7 +14,7 @@ use crate::core::schema::Nanos;
 use crate::runtime::assemble::engine_for;
 use crate::runtime::clock::WallClock;
 use crate::runtime::control::Controller;
-use crate::runtime::live::{LiveOptions, run_live};
+use crate::runtime::observe::Observers;
 use crate::spec::{self, Policy, Workload};
 
 #[derive(Args, Debug)]
@@ -129,18 +127,12 @@ pub fn bench(args: BenchArgs) -> Result<ExitCode, Failure> {
     drop(batches);
 
     let engine = crate::runtime::assemble::engine_for(&w).map_err(|e| anyhow::anyhow!(e))?;
-    let opts = LiveOptions {
-        duration: None,
-        quiet: true,
-        stop: Arc::new(AtomicBool::new(false)),
-    };
-    let r = run_live(
+    let r = crate::runtime::assemble::run_headless(
         &w,
         engine,
         crate::spec::Policy::none(),
-        &mut [],
-        &[None],
-        &opts,
+        None,
+        &mut Observers::default(),
     )?;
     report(
         "(c) live end to end, generator unlimited, query (b)",
@@ -166,7 +158,8 @@ fn report(what: &str, tuples: u64, elapsed: Nanos) {
 
 fn pregenerate(w: &Workload, tuples: u64, batch_size: usize) -> Vec<Batch> {
     let s = &w.streams[0];
-    let mut g = crate::generator::StreamGenerator::new(&s.schema, s.fields.clone(), s.seed);
+    let g = s.generator().expect("the bench stream is generated");
+    let mut g = crate::generator::StreamGenerator::new(&s.schema, g.fields.clone(), g.seed);
     let types = s.schema.types();
     let mut out = Vec::new();
     let mut left = tuples;

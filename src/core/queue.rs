@@ -63,6 +63,11 @@ impl InputQueue {
         self.capacity = capacity.max(1);
     }
 
+    /// The bound in tuples (`usize::MAX`: unbounded).
+    pub fn capacity(&self) -> usize {
+        self.capacity
+    }
+
     /// Queued tuples.
     pub fn depth(&self) -> usize {
         self.tuples

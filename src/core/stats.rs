@@ -41,7 +41,7 @@ impl Default for QueryStats {
     fn default() -> QueryStats {
         QueryStats {
             offered: 0,
-            dropped: [0; 4],
+            dropped: [0; crate::core::drop::DropReason::COUNT],
             busy: 0,
             processed: 0,
             results: 0,
@@ -102,8 +102,10 @@ impl QuerySnapshot {
 #[derive(Clone, Debug, PartialEq)]
 pub struct StreamSnapshot {
     pub name: String,
+    /// Well-formed tuples offered to the stream's queries.
     pub ingested: u64,
-    /// Shed at the stream's drop point, by reason.
+    /// Shed at the stream's drop point, by reason; `Malformed` counts inputs a source
+    /// could not parse (never part of `ingested`).
     pub dropped: DropCounts,
 }
 

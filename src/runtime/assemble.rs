@@ -1,11 +1,19 @@
 //! Turns a validated `Workload` into the runtime objects a driver needs: the engine with
-//! its streams and queries, and the sinks each query writes to.
+//! its streams and queries, the source of each stream, the sinks each query writes to, and
+//! the tokio runtime sources and signal handling run on.
 
 use std::io;
 use std::path::{Path, PathBuf};
 
+use super::live::{LiveRun, run_live};
+use super::observe::{Observers, RunSummary};
+use super::outputs::Outputs;
 use super::sink::{JsonLines, Sink};
+use super::source::{Source, source_for};
+use super::stop::StopHandle;
 use crate::core::engine::{Engine, EngineConfig, EngineError, QueryDef, StreamDef};
+use crate::core::schema::Nanos;
+use crate::spec::Policy;
 use crate::spec::{SinkSpec, Workload};
 
 /// Builds the engine for `w`.
@@ -97,4 +105,47 @@ pub fn sinks_for(w: &Workload, out_dir: Option<&Path>) -> io::Result<Sinks> {
         route,
         files,
     })
+}
+
+/// The source of each stream of `w`, in stream order.
+pub fn sources_for(w: &Workload) -> Vec<Box<dyn Source>> {
+    w.streams.iter().map(source_for).collect()
+}
+
+/// The runtime sources and signal watchers run on: one worker thread, so the engine
+/// thread keeps a core of its own.
+pub fn shell_runtime() -> io::Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .thread_name("spillway-source")
+        .enable_all()
+        .build()
+}
+
+/// A live run of `w` with its generated sources, results discarded (calibration,
+/// benchmarks); `observers` see it as usual.
+pub fn run_headless(
+    w: &Workload,
+    engine: Engine,
+    policy: Policy,
+    duration: Option<Nanos>,
+    observers: &mut Observers<'_>,
+) -> io::Result<RunSummary> {
+    let runtime = shell_runtime()?;
+    let mut sinks = Sinks {
+        sinks: Vec::new(),
+        route: vec![None; w.queries.len()],
+        files: Vec::new(),
+    };
+    let mut outputs = Outputs::new(&mut sinks, w.queries.len());
+    let run = LiveRun {
+        workload: w,
+        policy,
+        sources: sources_for(w),
+        duration,
+        stop: StopHandle::new(),
+    };
+    let summary = run_live(run, &runtime, engine, &mut outputs, observers);
+    runtime.shutdown_timeout(std::time::Duration::from_millis(100));
+    Ok(summary)
 }

@@ -37,6 +37,8 @@ pub struct Controller {
     window_rules: Vec<Option<WindowRule>>,
     installed_queue: bool,
     history: RunHistory,
+    /// The last report, whose plan a final `measure` repeats.
+    last: Option<ControlReport>,
 }
 
 /// What the control loop saw over a whole run, for the summary.
@@ -82,6 +84,7 @@ impl Controller {
                 .collect(),
             window_rules,
             installed_queue: false,
+            last: None,
             history: RunHistory {
                 stream_min_keep: vec![1.0; engine.stream_count()],
                 query_min_keep: vec![1.0; engine.query_count()],
@@ -109,6 +112,31 @@ impl Controller {
 
     pub fn violations(&self) -> u64 {
         self.monitor.violations()
+    }
+
+    /// Per query, the result latencies recorded during the last tick.
+    pub fn tick_latency(&self) -> Vec<&hdrhistogram::Histogram<u64>> {
+        (0..self.lossless.len())
+            .map(|q| self.monitor.tick_latency(q))
+            .collect()
+    }
+
+    /// Measures the tick ending at `now` without planning (the run's last report, after
+    /// the final flush): the plan in force is repeated and the history is unchanged.
+    pub fn measure(&mut self, engine: &mut Engine, now: Nanos) -> ControlReport {
+        let qos = self.monitor.tick(engine, now);
+        match self.last.take() {
+            Some(mut r) => {
+                r.qos = qos;
+                r
+            }
+            None => ControlReport {
+                plan: ShedPlan::keep_all(engine.stream_count(), engine.query_count()),
+                stream_keep: vec![1.0; engine.stream_count()],
+                query_keep: vec![1.0; engine.query_count()],
+                qos,
+            },
+        }
     }
 
     /// Measures the tick ending at `now`, plans, installs, and reports.
@@ -211,12 +239,14 @@ impl Controller {
             h.utility_sum[i] += q.utility;
             h.utility_min[i] = h.utility_min[i].min(q.utility);
         }
-        ControlReport {
+        let report = ControlReport {
             qos,
             plan: p,
             stream_keep,
             query_keep,
-        }
+        };
+        self.last = Some(report.clone());
+        report
     }
 
     /// The engine rules that realise `p`.

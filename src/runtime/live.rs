@@ -1,60 +1,65 @@
-//! The live driver: sources run on tokio and pace generation by their rate profile on the
-//! wall clock; the engine runs on the calling thread, batch at a time, and hands results to
-//! the sinks. Stopping (duration reached or Ctrl-C) stops the sources first, then drains
-//! every queue, flushes open windows and the sinks, so the summary accounts for every tuple.
+//! The live driver: sources produce on a tokio runtime, each over its own channel; the
+//! engine runs on the calling thread, batch at a time, hands results to the sinks, and
+//! every control tick hands the monitor's report to the observers. It prints nothing.
+//!
+//! Stopping (duration reached, sources exhausted, a reader closing stdout, or a first stop
+//! request) stops the sources first, then drains every queue and flushes open windows and
+//! sinks, so the summary accounts for every tuple. A second stop request aborts: the loop
+//! ends at once and the observers still see the end of the run.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use crossbeam_channel::{Receiver, RecvTimeoutError, Sender, TrySendError};
+use crossbeam_channel::TryRecvError;
 
 use super::clock::WallClock;
 use super::control::Controller;
-use super::sink::Sink;
-use super::status;
-use crate::core::batch::Batch;
+use super::frontier::engine_frontier;
+use super::observe::{Event, Observers, RunInfo, RunMode, RunSummary, TickReport};
+use super::outputs::Outputs;
+use super::source::{Source, SourceLink, SourceMsg, spawn};
+use super::stop::StopHandle;
 use crate::core::engine::Engine;
 use crate::core::schema::Nanos;
-use crate::core::stats::EngineSnapshot;
-use crate::generator::StreamGenerator;
-use crate::spec::{StreamSpec, Workload};
+use crate::spec::{Flow, Policy, Workload};
 
-/// How a run is shown and bounded.
-pub struct LiveOptions {
+/// What a live run needs besides the engine and where results and reports go.
+pub struct LiveRun<'a> {
+    pub workload: &'a Workload,
+    pub policy: Policy,
+    /// One source per stream, in stream order.
+    pub sources: Vec<Box<dyn Source>>,
+    /// Overrides the workload's duration.
     pub duration: Option<Nanos>,
-    pub quiet: bool,
-    /// Set by the caller's Ctrl-C handler; the driver stops cleanly when it turns true.
-    pub stop: Arc<AtomicBool>,
+    pub stop: StopHandle,
 }
 
-/// What a finished run reports.
-pub struct RunReport {
-    pub snapshot: EngineSnapshot,
-    pub elapsed: Nanos,
-    pub interrupted: bool,
-    /// Control ticks whose conservation ledger did not balance (0 unless there is a bug).
-    pub violations: u64,
-    pub history: super::control::RunHistory,
-}
+/// How often sinks are flushed.
+const FLUSH_EVERY: Nanos = 1_000_000_000;
 
-type Message = (usize, Batch);
-
-/// How often a paced source wakes up to generate what is due.
-const SOURCE_TICK: Duration = Duration::from_millis(1);
-const STATUS_EVERY: Nanos = 1_000_000_000;
-
-/// Runs `workload` on the wall clock until its duration, its sources' counts or `stop`.
+/// Runs on the wall clock until the duration, the sources' end or a stop request; sources
+/// are spawned on `runtime`.
 pub fn run_live(
-    workload: &Workload,
+    run: LiveRun<'_>,
+    runtime: &tokio::runtime::Runtime,
     mut engine: Engine,
-    policy: crate::spec::Policy,
-    sinks: &mut [Box<dyn Sink>],
-    route: &[Option<usize>],
-    opts: &LiveOptions,
-) -> anyhow::Result<RunReport> {
+    outputs: &mut Outputs<'_>,
+    observers: &mut Observers<'_>,
+) -> RunSummary {
+    let LiveRun {
+        workload,
+        policy,
+        sources,
+        duration,
+        stop,
+    } = run;
     let clock = WallClock::start();
-    let shedding_policy = !matches!(policy.params.kind, crate::shed::ShedKind::None);
+    let duration = duration.or(workload.duration);
+    let kinds: Vec<&str> = sources.iter().map(|s| s.kind()).collect();
+    let info = RunInfo::new(workload, RunMode::Live, &policy, 1.0, duration, &kinds);
+    let shedding_policy = info.shedding_policy;
+    observers.event(Event::RunStarted(info));
     // Live capacity: one engine thread.
     let mut controller = Controller::new(
         workload,
@@ -66,295 +71,231 @@ pub fn run_live(
     );
     let batch_size = workload.engine.batch_size.max(1);
     let tick = workload.engine.tick.max(1_000_000);
-    let duration = opts.duration.or(workload.duration);
     let sources_stop = Arc::new(AtomicBool::new(false));
-    let (tx, rx) = crossbeam_channel::bounded::<Message>(4096);
-    // Per source: every tuple it stamped before this time has been sent.
-    let frontiers: Arc<Vec<AtomicI64>> = Arc::new(
-        workload
-            .streams
-            .iter()
-            .map(|_| AtomicI64::new(clock.now()))
-            .collect(),
-    );
+    let mut links: Vec<SourceLink> = sources
+        .into_iter()
+        .zip(&workload.streams)
+        .enumerate()
+        .map(|(i, (src, spec))| {
+            spawn(
+                runtime,
+                src,
+                i,
+                spec,
+                batch_size,
+                clock,
+                sources_stop.clone(),
+            )
+        })
+        .collect();
 
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(1)
-        .thread_name("spillway-source")
-        .enable_all()
-        .build()?;
-    watch_ctrl_c(&runtime, opts.stop.clone());
-    for (i, spec) in workload.streams.iter().enumerate() {
-        let generator = StreamGenerator::new(&spec.schema, spec.fields.clone(), spec.seed);
-        runtime.spawn(run_source(
-            i,
-            spec.clone(),
-            generator,
-            batch_size,
-            clock,
-            tx.clone(),
-            sources_stop.clone(),
-            frontiers.clone(),
-        ));
-    }
-    drop(tx);
-
-    let mut next_status = STATUS_EVERY;
     let mut next_tick = tick;
-    let mut interrupted = false;
-    let mut out = Outputs {
-        clock,
-        spent: Vec::new(),
-        failed: vec![false; sinks.len()],
-        sinks,
-        route,
-        closed: false,
-    };
-    let mut disconnected = false;
+    let mut next_flush = FLUSH_EVERY;
+    let mut announced = (false, false);
+    let mut spent = Vec::new();
     loop {
         let since = clock.since_start();
-        if !sources_stop.load(Ordering::Relaxed) {
-            let timed_out = duration.is_some_and(|d| since >= d);
-            if opts.stop.load(Ordering::Relaxed) {
-                interrupted = true;
+        if let Some(reason) = stop.reason() {
+            let abort = stop.is_aborted();
+            if !announced.0 || (abort && !announced.1) {
+                announced = (true, abort);
+                observers.event(Event::StopRequested {
+                    at: since,
+                    reason,
+                    abort,
+                });
             }
-            if timed_out || interrupted || out.closed {
-                sources_stop.store(true, Ordering::Relaxed);
+            if abort {
+                break;
             }
         }
+        if !sources_stop.load(Ordering::Relaxed)
+            && (duration.is_some_and(|d| since >= d) || stop.is_stopping() || outputs.closed)
+        {
+            sources_stop.store(true, Ordering::Relaxed);
+        }
         let t0 = clock.now();
-        disconnected |= drain(&rx, &mut engine);
+        let all_done = pump(
+            &mut links,
+            &mut engine,
+            &clock,
+            batch_size,
+            observers,
+            since,
+        );
         engine.record_overhead(clock.now() - t0);
         if engine.has_work() {
             let start = clock.now();
             if let Some(turn) = engine.run_turn(start) {
                 let end = clock.now();
                 engine.record_busy(turn.query, end - start);
-                out.emit(&mut engine, end);
+                emit(&mut engine, outputs, &clock, &mut spent, observers, since);
             }
-        } else if disconnected {
+        } else if all_done {
             break;
         } else {
-            match rx.recv_timeout(Duration::from_millis(1)) {
-                Ok((s, b)) => {
-                    // Ingest is engine overhead here too, not only in `drain`.
-                    let t0 = clock.now();
-                    engine.ingest(s, b);
-                    engine.record_overhead(clock.now() - t0);
-                }
-                Err(RecvTimeoutError::Disconnected) => disconnected = true,
-                Err(RecvTimeoutError::Timeout) => {}
-            }
+            wait_for_input(&links, Duration::from_millis(1));
         }
         if since >= next_tick {
             let t0 = clock.now();
             // Frontier first, then drain: everything stamped below it is then ingested.
-            let frontier = frontiers
-                .iter()
-                .map(|f| f.load(Ordering::Acquire))
-                .min()
-                .unwrap_or(t0);
-            disconnected |= drain(&rx, &mut engine);
+            // Pull batches are stamped as they are taken, after the frontier was read.
+            let frontier = engine_frontier(
+                t0,
+                links
+                    .iter()
+                    .filter(|l| l.flow == Flow::Push)
+                    .map(|l| l.frontier.view()),
+            );
+            pump(
+                &mut links,
+                &mut engine,
+                &clock,
+                batch_size,
+                observers,
+                since,
+            );
             engine.tick(t0, frontier);
-            out.emit(&mut engine, clock.now());
+            emit(&mut engine, outputs, &clock, &mut spent, observers, since);
             let report = controller.tick(&mut engine, clock.now(), workload);
+            observers.tick(&TickReport {
+                elapsed: since,
+                control: &report,
+                tick_latency: &controller.tick_latency(),
+                last: false,
+            });
+            if since >= next_flush {
+                outputs.flush();
+                next_flush = since + FLUSH_EVERY;
+            }
             engine.record_overhead(clock.now() - t0);
             next_tick = since + tick;
-            if since >= next_status {
-                if !opts.quiet {
-                    eprint!("{}", status::status_lines(&report, since, shedding_policy));
-                }
-                out.flush();
-                next_status = since + STATUS_EVERY;
-            }
         }
     }
-    engine.flush(clock.now());
-    out.emit(&mut engine, clock.now());
-    out.flush();
-    runtime.shutdown_timeout(Duration::from_millis(100));
-    Ok(RunReport {
-        snapshot: engine.snapshot(false),
-        elapsed: clock.since_start(),
-        interrupted,
-        violations: controller.violations(),
+    sources_stop.store(true, Ordering::Relaxed);
+    let aborted = stop.is_aborted();
+    if !aborted {
+        engine.flush(clock.now());
+        emit(
+            &mut engine,
+            outputs,
+            &clock,
+            &mut spent,
+            observers,
+            clock.since_start(),
+        );
+    }
+    outputs.flush();
+    let elapsed = clock.since_start();
+    let report = controller.measure(&mut engine, clock.now());
+    observers.tick(&TickReport {
+        elapsed,
+        control: &report,
+        tick_latency: &controller.tick_latency(),
+        last: true,
+    });
+    // Closing the channels tells sources still blocked in `send` to return.
+    drop(links);
+    let summary = RunSummary {
+        workload: workload.name.clone(),
+        mode: RunMode::Live,
+        elapsed,
+        wall: elapsed,
+        snapshot: report.qos.engine.clone(),
         history: controller.history().clone(),
-    })
+        shedding_policy,
+        stopped: stop.reason(),
+        aborted,
+        ledger_violations: controller.violations(),
+        undelivered: outputs.undelivered.clone(),
+    };
+    observers.event(Event::RunEnded(Box::new(summary.clone())));
+    summary
 }
 
-/// Sets `stop` on the first Ctrl-C (the run then drains and flushes); a second Ctrl-C
-/// aborts at once.
-pub fn watch_ctrl_c(runtime: &tokio::runtime::Runtime, stop: Arc<AtomicBool>) {
-    // SIGTERM (a service manager, `timeout`) stops as cleanly as Ctrl-C.
-    let term = stop.clone();
-    runtime.spawn(async move {
-        let Ok(mut s) = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
-        else {
-            return;
-        };
-        if s.recv().await.is_some() {
-            eprintln!("spillway: SIGTERM: draining queues and flushing sinks (again to abort)");
-            term.store(true, Ordering::Relaxed);
-            if s.recv().await.is_some() {
-                std::process::exit(143);
+/// Moves what the sources have sent into the engine: everything from push sources, and
+/// from pull sources only while their stream's queries have room. True once every source
+/// has ended and its channel is empty.
+fn pump(
+    links: &mut [SourceLink],
+    engine: &mut Engine,
+    clock: &WallClock,
+    batch_size: usize,
+    observers: &mut Observers<'_>,
+    since: Nanos,
+) -> bool {
+    let mut all_done = true;
+    for (stream, link) in links.iter_mut().enumerate() {
+        while !link.done {
+            let pull = link.flow == Flow::Pull;
+            if pull && engine.stream_room(stream) < batch_size && !engine.stream_drained(stream) {
+                break;
             }
-        }
-    });
-    runtime.spawn(async move {
-        if tokio::signal::ctrl_c().await.is_ok() {
-            eprintln!(
-                "spillway: stopping: draining queues and flushing sinks (Ctrl-C again to abort)"
-            );
-            stop.store(true, Ordering::Relaxed);
-            if tokio::signal::ctrl_c().await.is_ok() {
-                std::process::exit(130);
-            }
-        }
-    });
-}
-
-/// The sinks of a run, with the queries routed to each; a failed sink is reported once
-/// and then skipped (a closed stdout pipe is not reported).
-struct Outputs<'a> {
-    clock: WallClock,
-    /// Time spent writing each query's results during the last `emit`, charged to the
-    /// query as processing: sink work the shedder must see.
-    spent: Vec<(usize, Nanos)>,
-    sinks: &'a mut [Box<dyn Sink>],
-    route: &'a [Option<usize>],
-    failed: Vec<bool>,
-    /// A reader closed its end (`run ... | head`): the run stops, as pipelines expect.
-    closed: bool,
-}
-
-impl Outputs<'_> {
-    fn emit(&mut self, engine: &mut Engine, now: Nanos) {
-        self.spent.clear();
-        engine.emit(now, |e| {
-            let Some(si) = self.route.get(e.index).copied().flatten() else {
-                return;
-            };
-            if self.failed[si] {
-                return;
-            }
-            let t0 = self.clock.now();
-            let written = self.sinks[si].write(e);
-            self.spent.push((e.index, self.clock.now() - t0));
-            if let Err(err) = written {
-                self.failed[si] = true;
-                if err.kind() == std::io::ErrorKind::BrokenPipe {
-                    self.closed = true;
-                } else {
-                    eprintln!("spillway: sink of query `{}` failed: {err}", e.query);
+            match link.rx.try_recv() {
+                Ok(SourceMsg::Batch(mut b)) => {
+                    if pull {
+                        let now = clock.now();
+                        b.arrival.iter_mut().for_each(|a| *a = now);
+                    }
+                    engine.ingest(stream, b);
                 }
+                Ok(SourceMsg::Malformed { count, sample }) => {
+                    engine.record_malformed(stream, count);
+                    observers.event(Event::Malformed {
+                        at: since,
+                        stream,
+                        count,
+                        sample,
+                    });
+                }
+                Err(TryRecvError::Empty) => break,
+                Err(TryRecvError::Disconnected) => link.done = true,
             }
+        }
+        all_done &= link.done;
+    }
+    all_done
+}
+
+/// Blocks until some source has sent something, or `timeout`.
+fn wait_for_input(links: &[SourceLink], timeout: Duration) {
+    let mut sel = crossbeam_channel::Select::new();
+    let mut any = false;
+    for l in links.iter().filter(|l| !l.done) {
+        sel.recv(&l.rx);
+        any = true;
+    }
+    if any {
+        let _ = sel.ready_timeout(timeout);
+    } else {
+        std::thread::sleep(timeout);
+    }
+}
+
+/// Hands pending results to the sinks, charging each query the time its sink took (sink
+/// work is query work the shedder must see), and reports sink failures.
+fn emit(
+    engine: &mut Engine,
+    outputs: &mut Outputs<'_>,
+    clock: &WallClock,
+    spent: &mut Vec<(usize, Nanos)>,
+    observers: &mut Observers<'_>,
+    since: Nanos,
+) {
+    spent.clear();
+    engine.emit(clock.now(), |e| {
+        let t0 = clock.now();
+        outputs.write(e);
+        spent.push((e.index, clock.now() - t0));
+    });
+    for &(q, ns) in spent.iter() {
+        engine.record_busy(q, ns);
+    }
+    for (query, message) in outputs.failures.drain(..) {
+        observers.event(Event::SinkFailed {
+            at: since,
+            query,
+            message,
         });
-        for &(q, ns) in &self.spent {
-            engine.record_busy(q, ns);
-        }
-    }
-
-    fn flush(&mut self) {
-        for (s, failed) in self.sinks.iter_mut().zip(&mut self.failed) {
-            if !*failed && let Err(e) = s.flush() {
-                *failed = true;
-                self.closed |= e.kind() == std::io::ErrorKind::BrokenPipe;
-            }
-        }
-    }
-}
-
-/// Moves every waiting batch into the engine; true once all sources have finished.
-fn drain(rx: &Receiver<Message>, engine: &mut Engine) -> bool {
-    loop {
-        match rx.try_recv() {
-            Ok((s, b)) => engine.ingest(s, b),
-            Err(crossbeam_channel::TryRecvError::Empty) => return false,
-            Err(crossbeam_channel::TryRecvError::Disconnected) => return true,
-        }
-    }
-}
-
-/// Generates one stream: every `SOURCE_TICK` it produces the tuples its rate profile says
-/// are due by now, in batches of at most `batch_size`, stamped with the current time.
-#[allow(clippy::too_many_arguments)]
-async fn run_source(
-    index: usize,
-    spec: StreamSpec,
-    mut generator: StreamGenerator,
-    batch_size: usize,
-    clock: WallClock,
-    tx: Sender<Message>,
-    stop: Arc<AtomicBool>,
-    frontiers: Arc<Vec<AtomicI64>>,
-) {
-    let frontier = &frontiers[index];
-    run_source_loop(
-        index,
-        &spec,
-        &mut generator,
-        batch_size,
-        clock,
-        &tx,
-        &stop,
-        frontier,
-    )
-    .await;
-    // Finished: it will stamp nothing more.
-    frontier.store(i64::MAX, Ordering::Release);
-}
-
-#[allow(clippy::too_many_arguments)]
-async fn run_source_loop(
-    index: usize,
-    spec: &StreamSpec,
-    generator: &mut StreamGenerator,
-    batch_size: usize,
-    clock: WallClock,
-    tx: &Sender<Message>,
-    stop: &AtomicBool,
-    frontier: &AtomicI64,
-) {
-    let types = spec.schema.types();
-    let limit = spec.count.unwrap_or(u64::MAX);
-    let mut sent: u64 = 0;
-    while !stop.load(Ordering::Relaxed) && sent < limit {
-        let due = if spec.rate.is_unlimited() {
-            sent + batch_size as u64
-        } else {
-            spec.rate.count_until(clock.since_start())
-        }
-        .min(limit);
-        while sent < due && !stop.load(Ordering::Relaxed) {
-            let n = (due - sent).min(batch_size as u64) as usize;
-            let mut batch = Batch::new(&types, n);
-            let stamp = clock.now();
-            generator.fill(&mut batch, n, stamp, 0);
-            sent += n as u64;
-            let mut msg = (index, batch);
-            loop {
-                match tx.try_send(msg) {
-                    Ok(()) => {
-                        frontier.store(stamp, Ordering::Release);
-                        break;
-                    }
-                    Err(TrySendError::Full(m)) => {
-                        msg = m;
-                        tokio::time::sleep(Duration::from_micros(200)).await;
-                        if stop.load(Ordering::Relaxed) {
-                            return;
-                        }
-                    }
-                    Err(TrySendError::Disconnected(_)) => return,
-                }
-            }
-        }
-        // Whatever is generated next will be stamped later than now.
-        frontier.store(clock.now(), Ordering::Release);
-        if spec.rate.is_unlimited() {
-            tokio::task::yield_now().await;
-        } else {
-            tokio::time::sleep(SOURCE_TICK).await;
-        }
     }
 }

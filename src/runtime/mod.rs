@@ -1,16 +1,26 @@
 //! The drivers around the pure engine. `simulated` steps it on virtual time and is pure
-//! itself; with the `shell` feature come the wall clock, the live driver (tokio sources,
-//! the engine loop), sinks and the status line. Only the shell and the CLI do I/O.
+//! itself, as are the observer seam (`observe`), the stop handle and arrival frontiers;
+//! with the `shell` feature come the wall clock, the live driver, its sources, sinks and
+//! signal handling. Only the shell, the observers that write, and the CLI do I/O.
 
 #[cfg(feature = "shell")]
 pub mod assemble;
 #[cfg(feature = "shell")]
 pub mod clock;
 pub mod control;
+pub mod frontier;
 #[cfg(feature = "shell")]
 pub mod live;
 pub mod monitor;
+pub mod observe;
+#[cfg(feature = "shell")]
+pub mod outputs;
+#[cfg(feature = "shell")]
+pub mod signals;
 pub mod simulated;
 #[cfg(feature = "shell")]
 pub mod sink;
+#[cfg(feature = "shell")]
+pub mod source;
 pub mod status;
+pub mod stop;

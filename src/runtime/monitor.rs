@@ -161,6 +161,17 @@ impl Monitor {
         self.violations
     }
 
+    /// Result latencies of query `q` recorded during the last tick.
+    pub fn tick_latency(&self, q: usize) -> &Histogram<u64> {
+        let t = &self.queries[q];
+        &t.ring[(t.next + t.ring.len() - 1) % t.ring.len()]
+    }
+
+    /// Result latencies of query `q` over the sliding window (the last second).
+    pub fn window_latency(&self, q: usize) -> &Histogram<u64> {
+        &self.queries[q].sum
+    }
+
     /// Takes the measurements of the tick ending at `now`.
     pub fn tick(&mut self, engine: &mut Engine, now: Nanos) -> QosSnapshot {
         let snap = engine.snapshot(false);
@@ -309,12 +320,12 @@ pub fn zeroed(s: &EngineSnapshot) -> EngineSnapshot {
     let mut z = s.clone();
     for st in &mut z.streams {
         st.ingested = 0;
-        st.dropped = [0; 4];
+        st.dropped = [0; crate::core::drop::DropReason::COUNT];
     }
     z.overhead = 0;
     for q in &mut z.queries {
         q.offered = 0;
-        q.dropped = [0; 4];
+        q.dropped = [0; crate::core::drop::DropReason::COUNT];
         q.busy = 0;
         q.processed = 0;
         q.results = 0;

@@ -7,18 +7,18 @@
 //! over it) are ingested once the clock reaches its end, which adds at most one slice of
 //! delay to every result in both the measured and the reference runs.
 
+use super::control::{Controller, RunHistory};
+use super::observe::{Event, Observers, RunInfo, RunMode, RunSummary, TickReport};
+use super::stop::{StopHandle, StopReason};
 use crate::core::batch::Batch;
 use crate::core::engine::{Emitted, Engine};
 use crate::core::schema::Nanos;
 use crate::core::stats::EngineSnapshot;
 use crate::generator::StreamGenerator;
-use crate::runtime::control::{ControlReport, Controller};
-use crate::spec::Workload;
+use crate::spec::{Flow, GeneratorSpec, Policy, SourceKind, Workload};
 
 /// Virtual time granularity of sources.
 pub const SLICE: Nanos = 1_000_000;
-/// Virtual time between two status snapshots.
-pub const STATUS_EVERY: Nanos = 1_000_000_000;
 
 /// A simulated run's settings, checked by `SimSettings::from_workload`.
 #[derive(Clone, Debug, PartialEq)]
@@ -46,7 +46,9 @@ impl SimSettings {
         if !missing.is_empty() {
             return Err(SimError::MissingCost(missing.join(", ")));
         }
-        if let Some(s) = w.streams.iter().find(|s| s.rate.is_unlimited()) {
+        if let Some(s) = w.streams.iter().find(|s| {
+            s.generator().is_some_and(|g| g.rate.is_unlimited()) && s.source.flow == Flow::Push
+        }) {
             return Err(SimError::UnlimitedRate(s.name.clone()));
         }
         let duration = duration.or(w.duration).ok_or(SimError::NoDuration)?;
@@ -67,7 +69,7 @@ pub enum SimError {
     )]
     MissingCost(String),
     #[error(
-        "stream `{0}` has rate `unlimited`, which has no meaning on virtual time; give it a rate"
+        "stream `{0}` has rate `unlimited` with `flow: push`, which has no meaning on virtual time; give it a rate, or `flow: pull` (it then offers what the engine takes)"
     )]
     UnlimitedRate(String),
     #[error("simulated mode needs a `duration` (in the workload or --duration)")]
@@ -75,10 +77,10 @@ pub enum SimError {
 }
 
 /// What steers a simulated run from outside: the control loop (shedding and the QoS
-/// monitor), and a stop request checked once per scheduler turn.
+/// monitor), and the stop handle, checked once per scheduler turn.
 pub struct SimControl<'a> {
     pub controller: Option<&'a mut Controller>,
-    pub stop: &'a dyn Fn() -> bool,
+    pub stop: &'a StopHandle,
 }
 
 /// Counters a simulated run ends with.
@@ -86,62 +88,109 @@ pub struct SimReport {
     pub snapshot: EngineSnapshot,
     /// Virtual time at the end (sources stop at the duration; draining may take longer).
     pub virtual_end: Nanos,
-    /// Whether `stop` ended the run before its duration.
+    /// Whether a stop request ended the run before its duration.
     pub interrupted: bool,
+    /// The summary observers received with `RunEnded`.
+    pub summary: RunSummary,
 }
+
+/// Most tuples an unlimited pull source offers per slice (bounds a stream nobody reads).
+const PULL_SLICE_CAP: u64 = 1 << 20;
 
 struct Source {
     generator: StreamGenerator,
+    spec: GeneratorSpec,
+    flow: Flow,
     types: Vec<crate::core::schema::DataType>,
     sent: u64,
 }
 
 /// Runs `w` on virtual time. `on_emit` receives every result batch; `controller` runs
-/// every engine tick and `on_tick` sees its report; `on_status` gets an engine snapshot
-/// (interval histograms reset) every virtual second.
+/// every engine tick and the observers see its report, then the run's events.
 pub fn run_simulated(
     w: &Workload,
     mut engine: Engine,
     settings: &SimSettings,
     control: SimControl<'_>,
     mut on_emit: impl FnMut(&Emitted<'_>),
-    mut on_tick: impl FnMut(&ControlReport),
-    mut on_status: impl FnMut(&EngineSnapshot, Nanos),
+    observers: &mut Observers<'_>,
 ) -> SimReport {
     let SimControl {
         mut controller,
         stop,
     } = control;
+    let none = Policy::none();
+    let policy = controller.as_deref().map_or(&none, |c| c.policy());
+    let info = RunInfo::new(
+        w,
+        RunMode::Simulated,
+        policy,
+        settings.cores,
+        Some(settings.duration),
+        &[],
+    );
+    let shedding_policy = info.shedding_policy;
+    observers.event(Event::RunStarted(info));
     let batch_size = w.engine.batch_size.max(1);
     let mut sources: Vec<Source> = w
         .streams
         .iter()
-        .map(|s| Source {
-            generator: StreamGenerator::new(&s.schema, s.fields.clone(), s.seed),
-            types: s.schema.types(),
-            sent: 0,
+        .map(|s| {
+            let SourceKind::Generator(g) = &s.source.kind;
+            Source {
+                generator: StreamGenerator::new(&s.schema, g.fields.clone(), g.seed),
+                spec: g.clone(),
+                flow: s.source.flow,
+                types: s.schema.types(),
+                sent: 0,
+            }
         })
         .collect();
     let cores = settings.cores.max(1e-9);
     let mut now: Nanos = 0;
     let mut generated_to: Nanos = 0;
     let mut next_tick = w.engine.tick;
-    let mut next_status = STATUS_EVERY;
     let mut duration = settings.duration;
     let mut interrupted = false;
+    let mut aborted = false;
     loop {
         // Stopped early: sources end now, then the queues drain as at the end of a run.
-        if !interrupted && stop() {
+        if !interrupted && let Some(reason) = stop.reason() {
             interrupted = true;
             duration = duration.min(generated_to);
+            observers.event(Event::StopRequested {
+                at: now,
+                reason,
+                abort: false,
+            });
+        }
+        if stop.is_aborted() {
+            aborted = true;
+            observers.event(Event::StopRequested {
+                at: now,
+                reason: stop.reason().unwrap_or(StopReason::Requested),
+                abort: true,
+            });
+            break;
         }
         // Ingest every slice that has fully arrived by `now`.
         while generated_to + SLICE <= now && generated_to < duration {
             let (from, to) = (generated_to, generated_to + SLICE);
-            for (i, (src, spec)) in sources.iter_mut().zip(&w.streams).enumerate() {
-                let limit = spec.count.unwrap_or(u64::MAX);
-                let due = spec.rate.count_until(to).min(limit);
+            for (i, src) in sources.iter_mut().enumerate() {
+                let limit = src.spec.count.unwrap_or(u64::MAX);
+                let due = src.spec.rate.count_until(to).min(limit);
                 let mut n = due.saturating_sub(src.sent);
+                if src.flow == Flow::Pull {
+                    // A pull source offers only what its stream's queues have room for;
+                    // the rest waits in the source (it falls behind its schedule).
+                    let room = engine.stream_room(i) as u64;
+                    let room = if engine.stream_drained(i) {
+                        room.max(batch_size as u64)
+                    } else {
+                        room
+                    };
+                    n = n.min(room).min(PULL_SLICE_CAP);
+                }
                 if n == 0 {
                     continue;
                 }
@@ -174,20 +223,52 @@ pub fn run_simulated(
             engine.tick(next_tick.min(now), generated_to);
             engine.emit(now, &mut on_emit);
             if let Some(c) = controller.as_deref_mut() {
-                on_tick(&c.tick(&mut engine, next_tick, w));
+                let report = c.tick(&mut engine, next_tick, w);
+                observers.tick(&TickReport {
+                    elapsed: next_tick,
+                    control: &report,
+                    tick_latency: &c.tick_latency(),
+                    last: false,
+                });
             }
             next_tick += w.engine.tick;
         }
-        while now >= next_status {
-            on_status(&engine.snapshot(true), next_status);
-            next_status += STATUS_EVERY;
-        }
     }
-    engine.flush(now);
-    engine.emit(now, &mut on_emit);
+    if !aborted {
+        engine.flush(now);
+        engine.emit(now, &mut on_emit);
+    }
+    let (snapshot, history, ledger_violations) = match controller {
+        Some(c) => {
+            let report = c.measure(&mut engine, now);
+            observers.tick(&TickReport {
+                elapsed: now,
+                control: &report,
+                tick_latency: &c.tick_latency(),
+                last: true,
+            });
+            (report.qos.engine, c.history().clone(), c.violations())
+        }
+        None => (engine.snapshot(false), RunHistory::default(), 0),
+    };
+    let summary = RunSummary {
+        workload: w.name.clone(),
+        mode: RunMode::Simulated,
+        elapsed: now,
+        wall: 0,
+        snapshot: snapshot.clone(),
+        history,
+        shedding_policy,
+        stopped: stop.reason(),
+        aborted,
+        ledger_violations,
+        undelivered: vec![0; w.queries.len()],
+    };
+    observers.event(Event::RunEnded(Box::new(summary.clone())));
     SimReport {
-        snapshot: engine.snapshot(false),
+        snapshot,
         virtual_end: now,
         interrupted,
+        summary,
     }
 }

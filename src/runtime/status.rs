@@ -1,8 +1,13 @@
-//! The once-a-second status line and the final summary, both on stderr so result rows on
-//! stdout stay pipeable. Rates come from the difference of two engine snapshots.
+//! The status observer: a start line, one status line per query every second, events
+//! worth a line (stop requests, QoS violations, malformed input, sink failures) and the
+//! end-of-run summary, written to stderr so result rows on stdout stay pipeable. It is one
+//! observer among others and formats only what the reports carry.
 
 use std::fmt::Write as _;
+use std::io::Write as _;
 
+use super::observe::{Event, Observer, RunInfo, RunMode, RunSummary, TickReport};
+use super::stop::StopReason;
 use crate::core::drop::DropReason;
 use crate::core::schema::Nanos;
 use crate::core::stats::EngineSnapshot;
@@ -91,20 +96,32 @@ pub fn status_lines(r: &ControlReport, at: Nanos, shedding_policy: bool) -> Stri
     s
 }
 
-/// The end-of-run summary: per stream and per query totals, latency and the ledger.
-pub fn summary(snap: &EngineSnapshot, name: &str, elapsed: Nanos) -> String {
-    let secs = (elapsed as f64 / 1e9).max(1e-9);
-    let mut s = format!("summary of `{name}` after {:.1} s\n", elapsed as f64 / 1e9);
+/// The end-of-run summary: per stream and per query totals, latency and the ledger, and
+/// the shedding part when the policy sheds.
+pub fn summary(r: &RunSummary) -> String {
+    let snap = &r.snapshot;
+    let secs = (r.elapsed as f64 / 1e9).max(1e-9);
+    let mut s = format!(
+        "summary of `{}` after {:.1} s\n",
+        r.workload,
+        r.elapsed as f64 / 1e9
+    );
     for st in &snap.streams {
+        let malformed = st.dropped[DropReason::Malformed.index()];
         let _ = writeln!(
             s,
-            "  stream {}: ingested {} ({}/s)",
+            "  stream {}: ingested {} ({}/s){}",
             st.name,
             st.ingested,
-            rate(st.ingested as f64 / secs)
+            rate(st.ingested as f64 / secs),
+            if malformed > 0 {
+                format!(", malformed {malformed}")
+            } else {
+                String::new()
+            }
         );
     }
-    for q in &snap.queries {
+    for (qi, q) in snap.queries.iter().enumerate() {
         let _ = writeln!(
             s,
             "  query {}: processed {} of {} offered, results {}, latency p50 {:.2} ms p99 {:.2} ms max {:.2} ms",
@@ -116,6 +133,7 @@ pub fn summary(snap: &EngineSnapshot, name: &str, elapsed: Nanos) -> String {
             ms(q.p99),
             ms(q.max),
         );
+        let accounted = q.processed + q.queued + q.shed() + q.queue_full();
         let _ = writeln!(
             s,
             "    ledger: offered {} = processed {} + queued {} + shed {} + queue-full {} -> {}; late (in processed) {}",
@@ -124,7 +142,12 @@ pub fn summary(snap: &EngineSnapshot, name: &str, elapsed: Nanos) -> String {
             q.queued,
             q.shed(),
             q.queue_full(),
-            if q.balances() { "balanced" } else { "VIOLATED" },
+            if q.balances() {
+                "balanced".to_string()
+            } else {
+                // Report the gap, never underflow computing it.
+                format!("VIOLATED (gap {})", q.offered as i128 - accounted as i128)
+            },
             q.late,
         );
         if q.shed() > 0 {
@@ -133,13 +156,27 @@ pub fn summary(snap: &EngineSnapshot, name: &str, elapsed: Nanos) -> String {
                 .filter(|r| **r != DropReason::QueueFull && q.dropped[r.index()] > 0)
                 .map(|r| format!("{} {}", r.label(), q.dropped[r.index()]))
                 .collect();
+            let delivered = q.offered.saturating_sub(q.shed() + q.queue_full());
             let _ = writeln!(
                 s,
                 "    shed by reason: {}; delivered {:.1}% of offered",
                 parts.join(", "),
-                100.0 * (q.offered - q.shed() - q.queue_full()) as f64 / q.offered.max(1) as f64
+                100.0 * delivered as f64 / q.offered.max(1) as f64
             );
         }
+        if let Some(&n) = r.undelivered.get(qi).filter(|n| **n > 0) {
+            let _ = writeln!(s, "    sink failed: {n} result rows not delivered");
+        }
+    }
+    if r.shedding_policy {
+        s.push_str(&shedding_summary(&r.history, snap));
+    }
+    if r.ledger_violations > 0 {
+        let _ = writeln!(
+            s,
+            "  conservation ledger violated at {} ticks",
+            r.ledger_violations
+        );
     }
     s
 }
@@ -170,4 +207,130 @@ pub fn shedding_summary(h: &RunHistory, snap: &EngineSnapshot) -> String {
         );
     }
     s
+}
+
+/// Writes status lines and the summary to stderr. `quiet` keeps only the summary and
+/// the lines that say something went wrong.
+pub struct StatusObserver {
+    quiet: bool,
+    shedding_policy: bool,
+    next_status: Nanos,
+    queries: Vec<String>,
+    streams: Vec<String>,
+}
+
+/// Status lines come once per this much run time.
+pub const STATUS_EVERY: Nanos = 1_000_000_000;
+
+impl StatusObserver {
+    pub fn new(quiet: bool) -> StatusObserver {
+        StatusObserver {
+            quiet,
+            shedding_policy: false,
+            next_status: STATUS_EVERY,
+            queries: Vec::new(),
+            streams: Vec::new(),
+        }
+    }
+
+    fn line(&self, text: &str) {
+        // A closed stderr is no reason to fail a run.
+        let _ = std::io::stderr().write_all(text.as_bytes());
+    }
+}
+
+impl Observer for StatusObserver {
+    fn on_tick(&mut self, t: &TickReport<'_>) {
+        if t.last || t.elapsed < self.next_status {
+            return;
+        }
+        self.next_status = t.elapsed + STATUS_EVERY;
+        if !self.quiet {
+            self.line(&status_lines(t.control, t.elapsed, self.shedding_policy));
+        }
+    }
+
+    fn on_event(&mut self, e: &Event) {
+        match e {
+            Event::RunStarted(info) => {
+                self.shedding_policy = info.shedding_policy;
+                self.queries = info.queries.iter().map(|q| q.name.clone()).collect();
+                self.streams = info.streams.iter().map(|s| s.name.clone()).collect();
+                if !self.quiet {
+                    self.line(&start_line(info));
+                }
+            }
+            Event::StopRequested { reason, abort, .. } => {
+                let who = match reason {
+                    StopReason::Interrupt => "Ctrl-C",
+                    StopReason::Terminate => "SIGTERM",
+                    StopReason::Requested => "stop requested",
+                };
+                self.line(&if *abort {
+                    format!("spillway: {who} again: aborting without draining\n")
+                } else {
+                    format!(
+                        "spillway: {who}: draining queues and flushing sinks (again to abort)\n"
+                    )
+                });
+            }
+            Event::ViolationBegan {
+                at,
+                query,
+                latency,
+                target,
+            } if !self.quiet => self.line(&format!(
+                "[{:>6.1}s] {}: latency {:.2} ms over its {:.2} ms target\n",
+                *at as f64 / 1e9,
+                self.queries.get(*query).map_or("?", |s| s.as_str()),
+                ms(*latency),
+                ms(*target)
+            )),
+            Event::Malformed {
+                at,
+                stream,
+                count,
+                sample,
+            } => self.line(&format!(
+                "[{:>6.1}s] stream {}: {count} malformed input(s), e.g. {sample}\n",
+                *at as f64 / 1e9,
+                self.streams.get(*stream).map_or("?", |s| s.as_str()),
+            )),
+            Event::SinkFailed { query, message, .. } => self.line(&format!(
+                "spillway: sink of query `{}` failed: {message}\n",
+                self.queries.get(*query).map_or("?", |s| s.as_str())
+            )),
+            Event::RunEnded(summary_) => self.line(&summary(summary_)),
+            _ => {}
+        }
+    }
+}
+
+/// `spillway: running `w` live (...)`.
+pub fn start_line(info: &RunInfo) -> String {
+    let flows: Vec<String> = info
+        .streams
+        .iter()
+        .map(|s| format!("{} {} {}", s.name, s.source, s.flow.label()))
+        .collect();
+    match info.mode {
+        RunMode::Live => format!(
+            "spillway: running `{}` live ({}; {} query(ies), policy {}){}\n",
+            info.workload,
+            flows.join(", "),
+            info.queries.len(),
+            info.policy,
+            info.duration
+                .map(|d| format!(" for {:.1} s; Ctrl-C stops early", d as f64 / 1e9))
+                .unwrap_or_else(|| "; Ctrl-C stops".into())
+        ),
+        RunMode::Simulated => format!(
+            "spillway: running `{}` simulated for {:.1} s of virtual time on {} core(s) ({}; policy {})\n",
+            info.workload,
+            info.duration.unwrap_or(0) as f64 / 1e9,
+            info.cores,
+            flows.join(", "),
+            info.policy
+        ),
+    }
 }

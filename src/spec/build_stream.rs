@@ -3,11 +3,13 @@
 //! out on its own whenever it is valid, so queries can be checked against it regardless.
 
 use super::build_field::build_field;
-use super::config::StreamConfig;
+use super::config::{FlowConfig, GeneratorConfig, StreamConfig};
 use super::de_named::NamedMap;
-use super::distribution::RateConfig;
+use super::distribution::{FieldConfig, RateConfig};
 use super::error::{Diagnostics, join};
-use super::workload::StreamSpec;
+use super::workload::{
+    DEFAULT_IDLE_TIMEOUT, Flow, GeneratorSpec, SourceKind, SourceSpec, StreamSpec,
+};
 use crate::core::plan::fmt_nanos;
 use crate::core::schema::{DataType, Field, Schema};
 use crate::generator::{FieldGen, RateProfile, mix_seed};
@@ -116,40 +118,138 @@ pub(crate) fn build_stream(
 ) -> Option<StreamSpec> {
     let path = join("streams", name);
     let before = diag.count();
-    if config.count == Some(0) {
+    let shorthand = config.rate.is_some() || config.count.is_some() || config.fields.is_some();
+    let (source_path, source, generator) = match (&config.source, shorthand) {
+        (Some(_), true) => {
+            diag.at(
+                &path,
+                "give the generator either as `source: {generator: {rate, count, fields}}` or \
+                 as the shorthand `rate`, `count`, `fields` on the stream, not both",
+            );
+            return None;
+        }
+        (Some(s), false) => {
+            let sp = join(&path, "source");
+            match &s.generator {
+                Some(g) => (
+                    sp.clone(),
+                    Some(s),
+                    GenRef::Block(g, join(&sp, "generator")),
+                ),
+                None => {
+                    diag.at(&sp, "a source needs a kind, e.g. `generator: {rate: 1000}`");
+                    return None;
+                }
+            }
+        }
+        (None, true) => match &config.rate {
+            Some(rate) => (path.clone(), None, GenRef::Flat(rate, path.clone())),
+            None => {
+                diag.at(
+                    &path,
+                    "missing `rate` (e.g. `rate: 1000` or `rate: unlimited`)",
+                );
+                return None;
+            }
+        },
+        (None, false) => {
+            // A source or rate that failed to read, or a misspelt key (likely meant to
+            // be one), was reported already.
+            if ["source", "rate"]
+                .iter()
+                .any(|k| diag.has_error_under(&join(&path, k)))
+                || diag.has_unknown_key_under(&path, STREAM_KEYS)
+            {
+                return None;
+            }
+            diag.at(
+                &path,
+                "stream needs a source, e.g. `source: {generator: {rate: 1000}}` (or the \
+                 shorthand `rate: 1000`)",
+            );
+            return None;
+        }
+    };
+    let (rate_config, count, fields_config, gpath) = match &generator {
+        GenRef::Block(g, p) => (&g.rate, g.count, &g.fields, p.clone()),
+        GenRef::Flat(rate, p) => (
+            *rate,
+            config.count,
+            config.fields.as_ref().unwrap_or(&EMPTY_FIELDS),
+            p.clone(),
+        ),
+    };
+    if count == Some(0) {
         diag.at(
-            &join(&path, "count"),
+            &join(&gpath, "count"),
             "count must be at least 1 (leave it out for an endless stream)",
         );
     }
-    let rate = build_rate(diag, &join(&path, "rate"), &config.rate);
+    let rate = build_rate(diag, &join(&gpath, "rate"), rate_config);
     let fields = schema
         .as_ref()
-        .map(|s| build_fields(diag, &path, name, config, s));
+        .map(|s| build_fields(diag, &gpath, name, fields_config, s));
+    let idle_timeout = match source.and_then(|s| s.idle_timeout) {
+        Some(d) if d.0 <= 0 => {
+            diag.at(
+                &join(&source_path, "idle_timeout"),
+                "idle_timeout must be positive, e.g. 1s",
+            );
+            DEFAULT_IDLE_TIMEOUT
+        }
+        Some(d) => d.0,
+        None => DEFAULT_IDLE_TIMEOUT,
+    };
     if diag.count() > before {
         return None;
     }
+    let rate = rate?;
+    let flow = match source.and_then(|s| s.flow) {
+        Some(FlowConfig::Push) => Flow::Push,
+        Some(FlowConfig::Pull) => Flow::Pull,
+        // A firehose can always wait; a paced generator models a producer that cannot.
+        None if rate.is_unlimited() => Flow::Pull,
+        None => Flow::Push,
+    };
     Some(StreamSpec {
         name: name.to_string(),
         schema: schema?,
-        rate: rate?,
-        fields: fields?,
-        count: config.count,
-        seed: mix_seed(workload_seed, index as u64),
+        source: SourceSpec {
+            kind: SourceKind::Generator(GeneratorSpec {
+                rate,
+                fields: fields?,
+                count,
+                seed: mix_seed(workload_seed, index as u64),
+            }),
+            flow,
+            idle_timeout,
+        },
     })
 }
+
+/// The keys a stream entry may have.
+const STREAM_KEYS: &[&str] = &["schema", "event_time", "source", "count", "rate", "fields"];
+
+/// Where a stream's generator settings were written: in a `source.generator` block or flat
+/// on the stream.
+enum GenRef<'a> {
+    Block(&'a GeneratorConfig, String),
+    Flat(&'a RateConfig, String),
+}
+
+static EMPTY_FIELDS: NamedMap<FieldConfig> = NamedMap(Vec::new());
 
 /// One distribution per schema field: the configured one or the type's default.
 fn build_fields(
     diag: &mut Diagnostics,
     path: &str,
     stream: &str,
-    config: &StreamConfig,
+    config: &NamedMap<FieldConfig>,
     schema: &Schema,
 ) -> Vec<FieldGen> {
     let mut out: Vec<Option<FieldGen>> = vec![None; schema.len()];
     let mut configured = vec![false; schema.len()];
-    for (fname, fc) in &config.fields.0 {
+    for (fname, fc) in &config.0 {
         let p = join(&join(path, "fields"), fname);
         let Some(i) = schema.index_of(fname) else {
             diag.at(&p, format!("`{fname}` is not a field of stream `{stream}`"));

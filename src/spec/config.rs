@@ -12,10 +12,12 @@
 //!   readings:
 //!     schema: {sensor: int, temp: float, ts: timestamp}
 //!     event_time: ts
-//!     rate: 50000
-//!     fields:
-//!       sensor: {zipf: {n: 1000, s: 1.1}}
-//!       temp: {normal: {mean: 20, stddev: 5}}
+//!     source:
+//!       generator:
+//!         rate: 50000
+//!         fields:
+//!           sensor: {zipf: {n: 1000, s: 1.1}}
+//!           temp: {normal: {mean: 20, stddev: 5}}
 //! queries:
 //!   hot:
 //!     sql: SELECT sensor, temp FROM readings WHERE temp > 25
@@ -118,7 +120,12 @@ pub enum SchedulerConfig {
     Qos,
 }
 
-/// `streams.<name>:` one generated input stream.
+/// `streams.<name>:` one input stream: its schema and where its tuples come from.
+///
+/// The source is a `source:` block (`source: {generator: {rate: 1000}}`). The flat form of
+/// earlier files, `rate`, `count` and `fields` directly on the stream, stays accepted as
+/// shorthand for `source: {generator: {rate, count, fields}}`; a stream may use one form or
+/// the other, not both.
 #[derive(Clone, Debug, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct StreamConfig {
@@ -131,6 +138,55 @@ pub struct StreamConfig {
     /// lateness is measured against (default: none; windows then use arrival time).
     #[serde(default)]
     pub event_time: Option<String>,
+    /// Where the stream's tuples come from, and whether that source can be slowed down.
+    #[serde(default)]
+    pub source: Option<SourceConfig>,
+    /// Shorthand for `source.generator.count`.
+    #[serde(default)]
+    pub count: Option<u64>,
+    /// Shorthand for `source.generator.rate`.
+    #[serde(default)]
+    pub rate: Option<RateConfig>,
+    /// Shorthand for `source.generator.fields`.
+    #[serde(default)]
+    pub fields: Option<NamedMap<FieldConfig>>,
+}
+
+/// `streams.<name>.source:` one kind of source (today `generator`), plus how it meets a
+/// full engine and how long it may stay silent.
+#[derive(Clone, Debug, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SourceConfig {
+    /// Tuples drawn from seeded distributions at a rate profile.
+    #[serde(default)]
+    pub generator: Option<GeneratorConfig>,
+    /// `push`: the producer cannot be slowed; when the engine's queues are full the
+    /// overflow is shed or counted as `queue-full` (sensors, sockets, paced generators).
+    /// `pull`: the source waits while the queues of the stream's queries are full, so
+    /// nothing is lost and memory stays bounded (replays, benchmark firehoses).
+    /// Default: `pull` for an `unlimited` generator, `push` otherwise.
+    #[serde(default)]
+    pub flow: Option<FlowConfig>,
+    /// A source whose frontier (the arrival time below which it will send nothing more)
+    /// has not moved for this long is idle: it stops holding arrival-time windows of other
+    /// streams back, as Flink's source idleness does (default 1s). Tuples it sends later
+    /// below the engine's frontier count as late.
+    #[serde(default)]
+    pub idle_timeout: Option<DurationConfig>,
+}
+
+/// `source.flow:` see `SourceConfig::flow`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum FlowConfig {
+    Push,
+    Pull,
+}
+
+/// `source.generator:` a seeded generator.
+#[derive(Clone, Debug, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GeneratorConfig {
     /// Stop after this many tuples, at least 1 (default: endless).
     #[serde(default)]
     pub count: Option<u64>,

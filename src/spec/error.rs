@@ -99,6 +99,28 @@ impl<'a> Diagnostics<'a> {
         self.errors.len()
     }
 
+    /// Whether a problem was reported at a direct child of `path` that is not one of
+    /// `known` (an unknown key).
+    pub fn has_unknown_key_under(&self, path: &str, known: &[&str]) -> bool {
+        self.errors.iter().any(|e| {
+            e.path
+                .strip_prefix(path)
+                .and_then(|rest| rest.strip_prefix('.'))
+                .is_some_and(|key| !key.contains('.') && !known.contains(&key))
+        })
+    }
+
+    /// Whether a problem was already reported at `path` or inside it (a key that failed
+    /// to read is left out of its entry; its absence should not be reported again).
+    pub fn has_error_under(&self, path: &str) -> bool {
+        self.errors.iter().any(|e| {
+            e.path == path
+                || e.path
+                    .strip_prefix(path)
+                    .is_some_and(|rest| rest.starts_with('.') || rest.starts_with('['))
+        })
+    }
+
     /// The errors in file order (stable, so errors at one place keep their order).
     pub fn finish(mut self) -> SpecErrors {
         self.errors.sort_by_key(|e| (e.line, e.column));

@@ -169,10 +169,10 @@ fn a_full_workload_parses_into_typed_values() {
         ]
     );
     assert_eq!(r.schema.event_time, Some(4));
-    assert_eq!(r.count, Some(1_000_000));
-    assert_eq!(r.rate, RateProfile::Constant(50_000.0));
+    assert_eq!(r.generator().unwrap().count, Some(1_000_000));
+    assert_eq!(r.generator().unwrap().rate, RateProfile::Constant(50_000.0));
     assert_eq!(
-        r.fields,
+        r.generator().unwrap().fields,
         vec![
             FieldGen::Zipf { n: 1000, s: 1.1 },
             FieldGen::Normal {
@@ -191,17 +191,22 @@ fn a_full_workload_parses_into_typed_values() {
         ]
     );
     for (i, s) in w.streams.iter().enumerate() {
-        assert_eq!(s.seed, mix_seed(42, i as u64), "{}", s.name);
+        assert_eq!(
+            s.generator().unwrap().seed,
+            mix_seed(42, i as u64),
+            "{}",
+            s.name
+        );
     }
 
     let s = &w.streams[1];
     assert_eq!(
-        s.rate,
+        s.generator().unwrap().rate,
         RateProfile::Steps(vec![(0, 100.0), (10_000_000_000, 300.0)])
     );
     assert_eq!(s.schema.event_time, None);
     assert_eq!(
-        s.fields,
+        s.generator().unwrap().fields,
         vec![
             FieldGen::Sequence {
                 start: Scalar::Int(5),
@@ -215,7 +220,7 @@ fn a_full_workload_parses_into_typed_values() {
         ]
     );
     assert_eq!(
-        w.streams[2].rate,
+        w.streams[2].generator().unwrap().rate,
         RateProfile::Ramp {
             from: 10.0,
             to: 1000.0,
@@ -223,14 +228,14 @@ fn a_full_workload_parses_into_typed_values() {
         }
     );
     assert_eq!(
-        w.streams[2].fields,
+        w.streams[2].generator().unwrap().fields,
         vec![
             FieldGen::UniformInt { min: 1, max: 6 },
             FieldGen::Constant(Scalar::Str("hello".into()))
         ]
     );
     assert_eq!(
-        w.streams[3].rate,
+        w.streams[3].generator().unwrap().rate,
         RateProfile::Sine {
             mean: 1000.0,
             amplitude: 500.0,
@@ -238,11 +243,11 @@ fn a_full_workload_parses_into_typed_values() {
         }
     );
     assert_eq!(
-        w.streams[3].fields,
+        w.streams[3].generator().unwrap().fields,
         vec![FieldGen::UniformInt { min: 0, max: 1000 }]
     );
     assert_eq!(
-        w.streams[4].rate,
+        w.streams[4].generator().unwrap().rate,
         RateProfile::Bursts {
             high: 10_000.0,
             low: 100.0,
@@ -250,7 +255,7 @@ fn a_full_workload_parses_into_typed_values() {
             off: 4_000_000_000
         }
     );
-    assert!(w.streams[5].rate.is_unlimited());
+    assert!(w.streams[5].generator().unwrap().rate.is_unlimited());
 
     let names: Vec<&str> = w.queries.iter().map(|q| q.name.as_str()).collect();
     assert_eq!(names, ["hot", "quiet", "plain"]);
@@ -305,9 +310,9 @@ fn defaults_apply_when_settings_are_left_out() {
     assert_eq!(w.seed, 0);
     assert_eq!(w.duration, None);
     assert_eq!(w.engine, EngineSettings::default());
-    assert_eq!(w.streams[0].count, None);
+    assert_eq!(w.streams[0].generator().unwrap().count, None);
     assert_eq!(
-        w.streams[0].fields,
+        w.streams[0].generator().unwrap().fields,
         vec![FieldGen::default_for(DataType::Int), FieldGen::Now]
     );
     assert_eq!(w.queries[0].sink, SinkSpec::Stdout);

@@ -92,7 +92,7 @@ fn a_missing_field_is_reported_beside_a_broken_one() {
         ],
         "{all}"
     );
-    assert!(all.contains("streams.s: missing field `rate`"), "{all}");
+    assert!(all.contains("streams.s: stream needs a source"), "{all}");
 }
 
 #[test]

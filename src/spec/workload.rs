@@ -88,12 +88,64 @@ impl Default for EngineSettings {
     }
 }
 
-/// One generated stream.
+/// One input stream: its schema and its source.
 #[derive(Clone, Debug, PartialEq)]
 pub struct StreamSpec {
     pub name: String,
     /// Field order as in the file; `event_time` set if the stream declares one.
     pub schema: Schema,
+    pub source: SourceSpec,
+}
+
+impl StreamSpec {
+    /// The generator behind this stream, if it is generated.
+    pub fn generator(&self) -> Option<&GeneratorSpec> {
+        match &self.source.kind {
+            SourceKind::Generator(g) => Some(g),
+        }
+    }
+}
+
+/// Where a stream's tuples come from, and how it meets a full engine.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SourceSpec {
+    pub kind: SourceKind,
+    pub flow: Flow,
+    /// Silence (no frontier progress) after which the source stops holding back windows.
+    pub idle_timeout: Nanos,
+}
+
+/// The default `idle_timeout`.
+pub const DEFAULT_IDLE_TIMEOUT: Nanos = 1_000_000_000;
+
+/// The kinds of source (a closed set: a new kind is a compile error wherever it must be
+/// handled).
+#[derive(Clone, Debug, PartialEq)]
+pub enum SourceKind {
+    Generator(GeneratorSpec),
+}
+
+/// Whether a source can be slowed down when the engine is full.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Flow {
+    /// It cannot: overflow is shed or counted as queue-full.
+    Push,
+    /// It waits while its stream's queues are full: nothing is lost, memory stays bounded.
+    Pull,
+}
+
+impl Flow {
+    pub fn label(self) -> &'static str {
+        match self {
+            Flow::Push => "push",
+            Flow::Pull => "pull",
+        }
+    }
+}
+
+/// A seeded generator of tuples.
+#[derive(Clone, Debug, PartialEq)]
+pub struct GeneratorSpec {
     pub rate: RateProfile,
     /// One distribution per schema field, each fitting its field's type.
     pub fields: Vec<FieldGen>,

@@ -7,7 +7,9 @@ use spillway::core::schema::Scalar;
 use spillway::core::stats::EngineSnapshot;
 use spillway::runtime::assemble::engine_for;
 use spillway::runtime::control::{ControlReport, Controller};
+use spillway::runtime::observe::{Observers, OnTick, TickReport};
 use spillway::runtime::simulated::{SimControl, SimSettings, run_simulated};
+use spillway::runtime::stop::StopHandle;
 use spillway::spec::{self, Policy, Workload, parse_policy};
 
 pub const MS: i64 = 1_000_000;
@@ -61,13 +63,18 @@ pub fn simulate(
     }
     let mut reports = Vec::new();
     let mut rows = Vec::new();
+    let mut recorder = OnTick(|t: &TickReport<'_>| {
+        if !t.last {
+            reports.push(t.control.clone());
+        }
+    });
     let report = run_simulated(
         w,
         engine,
         &settings,
         SimControl {
             controller: Some(&mut controller),
-            stop: &|| false,
+            stop: &StopHandle::new(),
         },
         |e| {
             for i in 0..e.batch.len() {
@@ -83,8 +90,7 @@ pub fn simulate(
                 });
             }
         },
-        |r| reports.push(r.clone()),
-        |_, _| {},
+        &mut Observers::new(vec![&mut recorder]),
     );
     Run {
         reports,

@@ -22,15 +22,21 @@ pub enum DropReason {
     ShedSemantic,
     ShedWindow,
     QueueFull,
+    /// Input a source could not parse into a tuple of the stream's schema: counted per
+    /// stream, before any query sees it.
+    Malformed,
 }
 
 impl DropReason {
-    pub const ALL: [DropReason; 4] = [
+    pub const ALL: [DropReason; 5] = [
         DropReason::ShedRandom,
         DropReason::ShedSemantic,
         DropReason::ShedWindow,
         DropReason::QueueFull,
+        DropReason::Malformed,
     ];
+    /// How many reasons there are: the length of every per-reason counter array.
+    pub const COUNT: usize = DropReason::ALL.len();
 
     pub fn label(self) -> &'static str {
         match self {
@@ -38,6 +44,7 @@ impl DropReason {
             DropReason::ShedSemantic => "shed-semantic",
             DropReason::ShedWindow => "shed-window",
             DropReason::QueueFull => "queue-full",
+            DropReason::Malformed => "malformed",
         }
     }
 
@@ -47,7 +54,7 @@ impl DropReason {
 }
 
 /// Counts per reason.
-pub type DropCounts = [u64; 4];
+pub type DropCounts = [u64; DropReason::COUNT];
 
 /// The bin of `v` among `n` equal bins of `width` over `[lo, hi)`, with an underflow bin 0
 /// (below `lo`, and NaN) and an overflow bin `n + 1` (`hi` and above). The one binning
@@ -137,7 +144,7 @@ impl DropPoint {
             opened: BTreeMap::new(),
             first_window: None,
             thresholds: Vec::new(),
-            dropped: [0; 4],
+            dropped: [0; DropReason::COUNT],
         }
     }
 
@@ -288,7 +295,7 @@ mod tests {
         assert!(p.apply(&b, &mut sel).is_none());
         p.install(DropRule::Random { keep: 1.0 });
         assert!(p.apply(&b, &mut sel).is_none());
-        assert_eq!(p.dropped, [0; 4]);
+        assert_eq!(p.dropped, [0; DropReason::COUNT]);
     }
 
     #[test]

@@ -112,4 +112,37 @@ impl Engine {
     pub fn queued(&self) -> usize {
         self.queries.iter().map(|q| q.queue.depth()).sum()
     }
+
+    /// Tuples stream `stream` may still offer before a query reading it would have a full
+    /// queue: what a `pull` source may send now. A lossless query's unbounded queue counts
+    /// as `pull_bound` tuples, so pull sources keep memory bounded for it too.
+    pub fn stream_room(&self, stream: usize) -> usize {
+        self.streams[stream]
+            .readers
+            .iter()
+            .map(|&q| {
+                let q = &self.queries[q];
+                q.queue
+                    .capacity()
+                    .min(self.pull_bound)
+                    .saturating_sub(q.queue.depth())
+            })
+            .min()
+            .unwrap_or(usize::MAX)
+    }
+
+    /// Whether every query reading `stream` has an empty input queue (a queue always
+    /// admits a batch when empty, whatever its bound).
+    pub fn stream_drained(&self, stream: usize) -> bool {
+        self.streams[stream]
+            .readers
+            .iter()
+            .all(|&q| self.queries[q].queue.is_empty())
+    }
+
+    /// Counts `n` malformed inputs of `stream` (a source could not parse them); they never
+    /// become tuples, so no query is offered them.
+    pub fn record_malformed(&mut self, stream: usize, n: u64) {
+        self.streams[stream].malformed += n;
+    }
 }

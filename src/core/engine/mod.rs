@@ -73,6 +73,8 @@ struct StreamState {
     ingested: u64,
     drop: DropPoint,
     observers: Vec<ValueObserver>,
+    /// Inputs a source could not parse (`DropReason::Malformed`).
+    malformed: u64,
 }
 
 #[derive(Debug)]
@@ -117,6 +119,8 @@ pub struct Engine {
     sel: Vec<u32>,
     /// Engine-thread time spent outside query turns (ingest, hand-off), ns.
     overhead: u64,
+    /// Queue depth (tuples) past which `stream_room` tells pull sources to wait.
+    pull_bound: usize,
 }
 
 impl Engine {
@@ -135,6 +139,7 @@ impl Engine {
                 ingested: 0,
                 drop: DropPoint::new(mix(config.seed, 1 + 2 * i as u64)),
                 observers: Vec::new(),
+                malformed: 0,
             })
             .collect();
         let mut qs = Vec::with_capacity(queries.len());
@@ -182,6 +187,7 @@ impl Engine {
             names,
             sel: Vec::new(),
             overhead: 0,
+            pull_bound: config.queue_capacity.max(1),
         })
     }
 
@@ -365,10 +371,14 @@ impl Engine {
             streams: self
                 .streams
                 .iter()
-                .map(|s| StreamSnapshot {
-                    name: s.def.name.clone(),
-                    ingested: s.ingested,
-                    dropped: s.drop.dropped,
+                .map(|s| {
+                    let mut dropped = s.drop.dropped;
+                    dropped[DropReason::Malformed.index()] = s.malformed;
+                    StreamSnapshot {
+                        name: s.def.name.clone(),
+                        ingested: s.ingested,
+                        dropped,
+                    }
                 })
                 .collect(),
             queries,

@@ -1,0 +1,86 @@
+//! Routing of results to the sinks of a run, shared by the live and simulated drivers. A
+//! failed sink is reported once (as an event the driver forwards) and skipped afterwards;
+//! every row it could not take is counted per query as undelivered, so no loss is silent.
+//! A reader closing stdout (`run ... | head`) is not a failure: it ends the run.
+
+use std::io;
+
+use super::assemble::Sinks;
+use crate::core::engine::Emitted;
+
+/// The state of one sink.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum State {
+    Open,
+    Failed,
+    /// Its reader went away: rows are no longer wanted, not lost.
+    Closed,
+}
+
+pub struct Outputs<'a> {
+    sinks: &'a mut Sinks,
+    state: Vec<State>,
+    /// A reader closed its end: the run should stop, as pipelines expect.
+    pub closed: bool,
+    /// Rows each query's sink could not take.
+    pub undelivered: Vec<u64>,
+    /// Failures not yet reported: (query, message).
+    pub failures: Vec<(usize, String)>,
+}
+
+impl<'a> Outputs<'a> {
+    pub fn new(sinks: &'a mut Sinks, queries: usize) -> Outputs<'a> {
+        Outputs {
+            state: vec![State::Open; sinks.sinks.len()],
+            sinks,
+            closed: false,
+            undelivered: vec![0; queries],
+            failures: Vec::new(),
+        }
+    }
+
+    /// Writes one query's results to its sink, if it has one.
+    pub fn write(&mut self, e: &Emitted<'_>) {
+        let Some(si) = self.sinks.route.get(e.index).copied().flatten() else {
+            return;
+        };
+        match self.state[si] {
+            State::Closed => return,
+            State::Failed => {
+                self.undelivered[e.index] += e.batch.len() as u64;
+                return;
+            }
+            State::Open => {}
+        }
+        if let Err(err) = self.sinks.sinks[si].write(e) {
+            self.fail(si, e.index, &err);
+            if self.state[si] == State::Failed {
+                // Rows of the failed write may be partly written; count them as lost.
+                self.undelivered[e.index] += e.batch.len() as u64;
+            }
+        }
+    }
+
+    /// Flushes every sink that has not failed.
+    pub fn flush(&mut self) {
+        for si in 0..self.sinks.sinks.len() {
+            if self.state[si] != State::Open {
+                continue;
+            }
+            if let Err(err) = self.sinks.sinks[si].flush() {
+                let query = self.sinks.route.iter().position(|r| *r == Some(si));
+                self.fail(si, query.unwrap_or(0), &err);
+            }
+        }
+    }
+
+    fn fail(&mut self, si: usize, query: usize, err: &io::Error) {
+        if err.kind() == io::ErrorKind::BrokenPipe {
+            self.state[si] = State::Closed;
+            self.closed = true;
+        } else {
+            self.state[si] = State::Failed;
+            self.failures.push((query, err.to_string()));
+        }
+    }
+}
