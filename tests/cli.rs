@@ -127,6 +127,11 @@ fn run_writes_json_lines_per_query_and_a_balanced_summary() {
 /// Starts `spillway` with `args`, waits for its first status line (the run is under way
 /// with data flowing), sends SIGINT, and returns the exit code and what it printed after.
 fn interrupt_after_first_status(args: &[&str]) -> (Option<i32>, String) {
+    signal_after_first_status(args, &["-INT"])
+}
+
+/// As `interrupt_after_first_status`, sending each of `signals` in turn.
+fn signal_after_first_status(args: &[&str], signals: &[&str]) -> (Option<i32>, String) {
     let mut child = spillway()
         .args(args)
         .stdout(Stdio::null())
@@ -139,13 +144,53 @@ fn interrupt_after_first_status(args: &[&str]) -> (Option<i32>, String) {
             break;
         }
     }
-    let killed = Command::new("kill")
-        .args(["-INT", &child.id().to_string()])
-        .status()
-        .unwrap();
-    assert!(killed.success());
+    for sig in signals {
+        let killed = Command::new("kill")
+            .args([*sig, &child.id().to_string()])
+            .status()
+            .unwrap();
+        assert!(killed.success());
+    }
     let rest: Vec<String> = lines.map(|l| l.unwrap()).collect();
     (child.wait().unwrap().code(), rest.join("\n"))
+}
+
+#[test]
+fn sigterm_stops_cleanly_with_exit_143() {
+    let (code, rest) = signal_after_first_status(
+        &["run", "workloads/quickstart.yaml", "--duration", "60s"],
+        &["-TERM"],
+    );
+    assert_eq!(code, Some(143), "{rest}");
+    assert!(rest.contains("SIGTERM: draining"), "{rest}");
+    assert_eq!(rest.matches("balanced").count(), 3, "{rest}");
+}
+
+#[test]
+fn a_second_ctrl_c_aborts_an_overloaded_run_at_once() {
+    // No shedding at 3x overload: queues are deep, a clean stop would drain them.
+    let started = std::time::Instant::now();
+    let (code, rest) = signal_after_first_status(
+        &[
+            "run",
+            "workloads/overload.yaml",
+            "--policy",
+            "policies/none.yaml",
+            "--duration",
+            "60s",
+        ],
+        &["-INT", "-INT"],
+    );
+    assert_eq!(code, Some(130), "{rest}");
+    assert!(rest.contains("aborting without draining"), "{rest}");
+    // The summary still comes (observers saw the end), and nothing is unaccounted.
+    assert!(rest.contains("summary of `overload`"), "{rest}");
+    assert!(!rest.contains("VIOLATED"), "{rest}");
+    assert!(
+        started.elapsed().as_secs() < 30,
+        "took {:?}",
+        started.elapsed()
+    );
 }
 
 #[test]

@@ -127,7 +127,7 @@ fn run(case: &Case, batch_size: usize, scheduler: SchedulerKind) -> Vec<Vec<Scal
         engine.ingest(0, b);
         let now = ((c + 1) * batch_size) as i64 * MS;
         while engine.run_turn(now).is_some() {}
-        engine.tick(now, now);
+        engine.tick(now, |_| now);
         collect(&mut engine, now);
     }
     let end = (case.input.len() as i64 + 1) * MS;

@@ -1,11 +1,12 @@
 //! Arrival-time frontiers: each source promises "every tuple I stamp from now on is stamped
-//! at or after F"; the engine may close an arrival-time window once every active source's
-//! frontier has passed its end. Invariant: the engine frontier is the minimum over sources
-//! that are neither finished nor idle, so one slow source holds windows back only until its
-//! idle timeout, as Flink's source idleness does.
+//! at or after F"; the engine may close an arrival-time window of a stream once the
+//! frontier of its sources has passed the window's end. Invariant: a stream's frontier is
+//! the minimum over its sources that are neither finished nor idle, so a silent source
+//! holds its windows back only until its idle timeout, as Flink's source idleness does.
+//! Streams do not wait for each other: each query waits only for its own stream.
 //!
 //! Pure: times are passed in. The live driver reads the atomics sources write; tests drive
-//! `engine_frontier` directly on chosen times.
+//! `stream_frontier` directly on chosen times.
 
 use std::sync::atomic::{AtomicI64, Ordering};
 
@@ -72,10 +73,10 @@ impl FrontierView {
     }
 }
 
-/// The engine's arrival-time frontier at `now`: the least frontier among active sources;
+/// A stream's arrival-time frontier at `now`: the least frontier among its active sources;
 /// `now` when every source is finished or idle (nothing can arrive stamped before `now`
 /// except from an idle source, whose late tuples are counted as late).
-pub fn engine_frontier(now: Nanos, sources: impl IntoIterator<Item = FrontierView>) -> Nanos {
+pub fn stream_frontier(now: Nanos, sources: impl IntoIterator<Item = FrontierView>) -> Nanos {
     sources
         .into_iter()
         .filter(|f| f.value != DONE && !f.is_idle(now))
@@ -97,7 +98,7 @@ mod tests {
         let b = SourceFrontier::new(0, 1000 * MS);
         a.advance(500 * MS, 500 * MS);
         b.advance(200 * MS, 500 * MS);
-        assert_eq!(engine_frontier(600 * MS, [a.view(), b.view()]), 200 * MS);
+        assert_eq!(stream_frontier(600 * MS, [a.view(), b.view()]), 200 * MS);
         // Frontiers never move back.
         b.advance(100 * MS, 600 * MS);
         assert_eq!(b.view().value, 200 * MS);
@@ -110,7 +111,7 @@ mod tests {
         idle.advance(50 * MS, 50 * MS);
         for t in (60..=400).step_by(10) {
             busy.advance(t * MS, t * MS);
-            let f = engine_frontier(t * MS, [busy.view(), idle.view()]);
+            let f = stream_frontier(t * MS, [busy.view(), idle.view()]);
             if t * MS - 50 * MS <= 100 * MS {
                 assert_eq!(f, 50 * MS, "at {t} ms the silent source still counts");
             } else {
@@ -120,7 +121,7 @@ mod tests {
         // It speaks again: it holds the frontier again.
         idle.advance(380 * MS, 400 * MS);
         assert_eq!(
-            engine_frontier(400 * MS, [busy.view(), idle.view()]),
+            stream_frontier(400 * MS, [busy.view(), idle.view()]),
             380 * MS
         );
     }
@@ -133,9 +134,9 @@ mod tests {
         let done = SourceFrontier::new(0, 100 * MS);
         done.finish();
         assert_eq!(
-            engine_frontier(950 * MS, [waiting.view(), done.view()]),
+            stream_frontier(950 * MS, [waiting.view(), done.view()]),
             10 * MS
         );
-        assert_eq!(engine_frontier(950 * MS, [done.view()]), 950 * MS);
+        assert_eq!(stream_frontier(950 * MS, [done.view()]), 950 * MS);
     }
 }

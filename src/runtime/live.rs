@@ -15,7 +15,7 @@ use crossbeam_channel::TryRecvError;
 
 use super::clock::WallClock;
 use super::control::Controller;
-use super::frontier::engine_frontier;
+use super::frontier::stream_frontier;
 use super::observe::{Event, Observers, RunInfo, RunMode, RunSummary, TickReport};
 use super::outputs::Outputs;
 use super::source::{Source, SourceLink, SourceMsg, spawn};
@@ -93,6 +93,7 @@ pub fn run_live(
     let mut next_flush = FLUSH_EVERY;
     let mut announced = (false, false);
     let mut spent = Vec::new();
+    let mut frontiers: Vec<Nanos> = Vec::with_capacity(links.len());
     loop {
         let since = clock.since_start();
         if let Some(reason) = stop.reason() {
@@ -140,13 +141,11 @@ pub fn run_live(
             let t0 = clock.now();
             // Frontier first, then drain: everything stamped below it is then ingested.
             // Pull batches are stamped as they are taken, after the frontier was read.
-            let frontier = engine_frontier(
-                t0,
-                links
-                    .iter()
-                    .filter(|l| l.flow == Flow::Push)
-                    .map(|l| l.frontier.view()),
-            );
+            frontiers.clear();
+            frontiers.extend(links.iter().map(|l| match l.flow {
+                Flow::Push => stream_frontier(t0, [l.frontier.view()]),
+                Flow::Pull => t0,
+            }));
             pump(
                 &mut links,
                 &mut engine,
@@ -155,7 +154,7 @@ pub fn run_live(
                 observers,
                 since,
             );
-            engine.tick(t0, frontier);
+            engine.tick(t0, |s| frontiers[s]);
             emit(&mut engine, outputs, &clock, &mut spent, observers, since);
             let report = controller.tick(&mut engine, clock.now(), workload);
             observers.tick(&TickReport {

@@ -220,7 +220,7 @@ pub fn run_simulated(
             break;
         }
         while now >= next_tick {
-            engine.tick(next_tick.min(now), generated_to);
+            engine.tick(next_tick.min(now), |_| generated_to);
             engine.emit(now, &mut on_emit);
             if let Some(c) = controller.as_deref_mut() {
                 let report = c.tick(&mut engine, next_tick, w);

@@ -292,13 +292,14 @@ impl Engine {
         })
     }
 
-    /// Closes arrival-time windows that have ended by `now`;
-    /// `frontier` is the driver's promise that every tuple arriving before it has been
-    /// ingested (sources may stamp tuples before the engine sees them).
-    pub fn tick(&mut self, now: Nanos, frontier: Nanos) {
-        let now = now.min(frontier);
+    /// Closes arrival-time windows that have ended by `now`. `frontier(stream)` is the
+    /// driver's promise that every tuple of `stream` arriving before it has been ingested
+    /// (sources may stamp tuples before the engine sees them); each query's windows wait
+    /// only for its own stream.
+    pub fn tick(&mut self, now: Nanos, frontier: impl Fn(usize) -> Nanos) {
         for q in &mut self.queries {
             if q.pipeline.is_windowed() {
+                let now = now.min(frontier(q.stream));
                 let bound = q.queue.oldest_arrival().map_or(now, |a| a.min(now));
                 q.pipeline.on_tick(bound, &mut q.out);
             }
