@@ -167,6 +167,7 @@ fn sigterm_stops_cleanly_with_exit_143() {
 }
 
 #[test]
+#[allow(clippy::disallowed_methods)] // the wall time a user waits is the point here
 fn a_second_ctrl_c_aborts_an_overloaded_run_at_once() {
     // No shedding at 3x overload: queues are deep, a clean stop would drain them.
     let started = std::time::Instant::now();
