@@ -144,7 +144,15 @@ fn signal_after_first_status(args: &[&str], signals: &[&str]) -> (Option<i32>, S
             break;
         }
     }
-    for sig in signals {
+    for (i, sig) in signals.iter().enumerate() {
+        if i > 0 {
+            // As a person would: the second signal after the first was acknowledged.
+            for line in lines.by_ref() {
+                if line.unwrap().contains("again to abort") {
+                    break;
+                }
+            }
+        }
         let killed = Command::new("kill")
             .args([*sig, &child.id().to_string()])
             .status()

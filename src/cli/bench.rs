@@ -14,7 +14,8 @@ use crate::core::schema::Nanos;
 use crate::runtime::assemble::engine_for;
 use crate::runtime::clock::WallClock;
 use crate::runtime::control::Controller;
-use crate::runtime::observe::Observers;
+use crate::runtime::observe::{EventLog, Observers, OnTick, TickReport};
+use crate::runtime::status::StatusObserver;
 use crate::spec::{self, Policy, Workload};
 
 #[derive(Args, Debug)]
@@ -80,15 +81,15 @@ pub fn bench(args: BenchArgs) -> Result<ExitCode, Failure> {
         args.tuples,
         typed,
     );
-    let a = engine_run(FILTER_SQL, &batches, &clock, false)?;
+    let a = engine_run(FILTER_SQL, &batches, &clock, Watch::Nothing)?;
     report("(a) engine, filter pass-through", args.tuples, a);
-    let b = engine_run(AGG_SQL, &batches, &clock, false)?;
+    let b = engine_run(AGG_SQL, &batches, &clock, Watch::Nothing)?;
     report(
         "(b) engine, filter + tumbling GROUP BY 1000 keys, COUNT/SUM/AVG",
         args.tuples,
         b,
     );
-    let bm = engine_run(AGG_SQL, &batches, &clock, true)?;
+    let bm = engine_run(AGG_SQL, &batches, &clock, Watch::Monitor)?;
     report(
         "(b) again with turn timing and the QoS monitor ticking every 100 ms",
         args.tuples,
@@ -100,6 +101,16 @@ pub fn bench(args: BenchArgs) -> Result<ExitCode, Failure> {
     } else {
         outln!("    the monitor costs {cost:.1}% of throughput");
     }
+    let bo = engine_run(AGG_SQL, &batches, &clock, Watch::MonitorAndObservers)?;
+    report(
+        "(b) again with the monitor and three observers (status, event log, tick recorder)",
+        args.tuples,
+        bo,
+    );
+    outln!(
+        "    the three observers cost {:.1}% of throughput on top of the monitor (budget: 3%)",
+        100.0 * (1.0 - bm as f64 / bo as f64)
+    );
     let random = drop_cost(&batches, DropRule::Random { keep: 0.5 }, &clock);
     report("drop decision, random keep 0.5", args.tuples, random);
     let semantic = drop_cost(
@@ -177,13 +188,26 @@ fn pregenerate(w: &Workload, tuples: u64, batch_size: usize) -> Vec<Batch> {
 
 /// Runs `sql` over the batches on one engine, timing ingest to emission. With `monitor`,
 /// the live driver's bookkeeping runs too: each turn timed on the wall clock and the QoS
-/// monitor ticking every 100 ms, so the difference is the monitor's cost.
+/// monitor ticking every 100 ms, so the difference is the monitor's cost; with observers
+/// too, each tick's report also goes to three observers.
 fn engine_run(
     sql: &str,
     batches: &[Batch],
     clock: &WallClock,
-    monitor: bool,
+    watch: Watch,
 ) -> Result<Nanos, Failure> {
+    let monitor = watch != Watch::Nothing;
+    let mut status = StatusObserver::new(true);
+    let mut log = EventLog::default();
+    let mut latencies = 0u64;
+    let mut recorder = OnTick(|t: &TickReport<'_>| {
+        latencies += t.tick_latency.iter().map(|h| h.len()).sum::<u64>();
+    });
+    let mut observers = if watch == Watch::MonitorAndObservers {
+        Observers::new(vec![&mut status, &mut log, &mut recorder])
+    } else {
+        Observers::default()
+    };
     let yaml = workload_yaml(1, 1024).replace(AGG_SQL, sql);
     let qw = spec::parse(&yaml, "<bench>").map_err(|e| anyhow::anyhow!("{e}"))?;
     let mut engine = engine_for(&qw).map_err(|e| anyhow::anyhow!(e))?;
@@ -210,7 +234,15 @@ fn engine_run(
                 engine.record_busy(turn.query, clock.now() - t0);
             }
             if clock.since_start() >= next_tick {
-                c.tick(&mut engine, clock.now(), &qw);
+                let report = c.tick(&mut engine, clock.now(), &qw);
+                if !observers.is_empty() {
+                    observers.tick(&TickReport {
+                        elapsed: clock.since_start() - start,
+                        control: &report,
+                        tick_latency: &c.tick_latency(),
+                        last: false,
+                    });
+                }
                 next_tick += 100_000_000;
             }
         } else {
@@ -223,6 +255,14 @@ fn engine_run(
     let elapsed = clock.since_start() - start;
     std::hint::black_box(rows);
     Ok(elapsed)
+}
+
+/// What watches a bench run.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Watch {
+    Nothing,
+    Monitor,
+    MonitorAndObservers,
 }
 
 /// Cost of one drop decision: a drop point applying `rule` to every batch.

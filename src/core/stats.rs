@@ -30,8 +30,6 @@ pub struct QueryStats {
     pub results: u64,
     /// Result latency since start.
     pub latency: Histogram<u64>,
-    /// Result latency since the last interval reset (the status line's window).
-    pub latency_interval: Histogram<u64>,
     /// Result latency since the last control tick (the QoS monitor's sliding window is a
     /// ring of these).
     pub latency_tick: Histogram<u64>,
@@ -46,7 +44,6 @@ impl Default for QueryStats {
             processed: 0,
             results: 0,
             latency: latency_histogram(),
-            latency_interval: latency_histogram(),
             latency_tick: latency_histogram(),
         }
     }
@@ -56,7 +53,6 @@ impl QueryStats {
     pub fn record_latency(&mut self, latency: Nanos) {
         let v = latency.max(1_000) as u64;
         self.latency.saturating_record(v);
-        self.latency_interval.saturating_record(v);
         self.latency_tick.saturating_record(v);
     }
 }
@@ -75,9 +71,7 @@ pub struct QuerySnapshot {
     pub queued: u64,
     pub late: u64,
     pub results: u64,
-    /// p50 and p99 result latency over the interval, and over the whole run (ns).
-    pub p50_interval: Nanos,
-    pub p99_interval: Nanos,
+    /// p50 and p99 result latency over the whole run (ns).
     pub p50: Nanos,
     pub p99: Nanos,
     pub max: Nanos,

@@ -16,5 +16,5 @@ pub use ewma::Ewma;
 pub use load::{LoadReport, QueryLoad, StreamLoad, engine_load, stream_coefficients};
 pub use load_graph::{ArcId, LoadGraph, LoadGraphError, OpId};
 pub use sliding::SlidingHistogram;
-pub use utility::{loss_between, loss_slope, loss_utility};
+pub use utility::{UtilityCurve, loss_between, loss_slope, loss_utility};
 pub use value_hist::{Binning, ValueHistogram};

@@ -83,9 +83,38 @@ impl SlidingHistogram {
         self.sum.is_empty()
     }
 
-    /// How many ticks the window spans.
+    /// How many slots the window spans.
     pub fn ticks(&self) -> usize {
         self.ring.len()
+    }
+
+    /// Adds a whole histogram of values to the current slot (a tick's worth recorded
+    /// elsewhere); values outside the bounds are clamped as `record` does.
+    pub fn add(&mut self, h: &Histogram<u64>) {
+        let current = self.current;
+        for target in [&mut self.ring[current], &mut self.sum] {
+            if target.add(h).is_err() {
+                // Other bounds: record value by value, clamped.
+                for v in h.iter_recorded() {
+                    let x = v.value_iterated_to().clamp(LOW, HIGH);
+                    let _ = target.record_n(x, v.count_at_value());
+                }
+            }
+        }
+    }
+
+    /// The current slot (what was recorded since the last `rotate`).
+    pub fn current(&self) -> &Histogram<u64> {
+        &self.ring[self.current]
+    }
+
+    /// Merges the newest `slots` slots (the current one included) into `into`.
+    pub fn recent(&self, slots: usize, into: &mut Histogram<u64>) {
+        into.reset();
+        let n = self.ring.len();
+        for k in 0..slots.min(n) {
+            let _ = into.add(&self.ring[(self.current + n - k) % n]);
+        }
     }
 
     /// The merged histogram of the window, for other statistics (max, mean).

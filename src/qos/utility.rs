@@ -2,7 +2,32 @@
 //! of lowering delivery; utilities stay in `[0, 1]` and losses are never negative, whatever
 //! the inputs.
 
-use crate::spec::UtilityCurve;
+/// A piecewise-linear utility function: at least one point, x strictly increasing,
+/// utilities in `[0, 1]`; flat beyond the first and last points.
+#[derive(Clone, Debug, PartialEq)]
+pub struct UtilityCurve {
+    pub points: Vec<(f64, f64)>,
+}
+
+impl UtilityCurve {
+    /// The utility at `x`, interpolated linearly between the points.
+    pub fn at(&self, x: f64) -> f64 {
+        let p = &self.points;
+        let Some(&(x0, u0)) = p.first() else {
+            return 0.0;
+        };
+        if x <= x0 {
+            return u0;
+        }
+        for w in p.windows(2) {
+            let ((xa, ua), (xb, ub)) = (w[0], w[1]);
+            if x <= xb {
+                return ua + (ub - ua) * (x - xa) / (xb - xa);
+            }
+        }
+        p[p.len() - 1].1
+    }
+}
 
 /// The utility of delivering `delivered_percent` (clamped to `[0, 100]`; NaN reads as 0) of
 /// a query's results. `curve` is the query's loss-tolerance graph with points ascending in
@@ -80,5 +105,21 @@ mod tests {
         assert_eq!(loss_utility(Some(&c), f64::NAN), 0.0);
         assert_eq!(loss_between(Some(&c), 10.0, 20.0), 0.0);
         assert_eq!(loss_slope(Some(&c), 30.0, 30.0), 0.0);
+    }
+
+    #[test]
+    fn utility_curve_interpolates_and_holds_its_ends() {
+        let c = UtilityCurve {
+            points: vec![(25.0, 0.1), (35.0, 1.0)],
+        };
+        assert_eq!(c.at(0.0), 0.1);
+        assert!((c.at(30.0) - 0.55).abs() < 1e-12);
+        assert_eq!(c.at(35.0), 1.0);
+        assert_eq!(c.at(99.0), 1.0);
+        let single = UtilityCurve {
+            points: vec![(5.0, 0.5)],
+        };
+        assert_eq!(single.at(-1.0), 0.5);
+        assert_eq!(single.at(10.0), 0.5);
     }
 }

@@ -3,7 +3,7 @@
 //! bin (bin 0 catches everything below the range and NaN, the last bin everything above),
 //! and recording never allocates.
 
-use crate::spec::UtilityCurve;
+use crate::qos::UtilityCurve;
 
 /// Equal-width bins over `[lo, hi)` plus an underflow bin (index 0, `(-inf, lo)` and NaN)
 /// and an overflow bin (index `bins + 1`, `[hi, +inf)`). The drop point and the histogram

@@ -8,7 +8,7 @@ use hdrhistogram::Histogram;
 use crate::core::engine::{Engine, ValueObserver};
 use crate::core::schema::Nanos;
 use crate::core::stats::{EngineSnapshot, latency_histogram};
-use crate::qos::{CostModel, Ewma, ValueHistogram, loss_utility};
+use crate::qos::{CostModel, Ewma, SlidingHistogram, ValueHistogram, loss_utility};
 use crate::spec::{QosSpec, Workload};
 
 /// Bins of a value histogram between the first and last point of a value-utility curve.
@@ -17,8 +17,11 @@ pub const VALUE_BINS: usize = 32;
 const VALUE_DECAY: f64 = 0.8;
 /// Smoothing of rates and costs (weight of the newest tick).
 const ALPHA: f64 = 0.5;
-/// Ticks of result latency the control signal is computed over.
-const CONTROL_TICKS: usize = 2;
+/// Slots of result latency the control signal is computed over (ticks, unless a slot
+/// spans several).
+const CONTROL_SLOTS: usize = 2;
+/// At most this many latency histograms per query in the sliding window.
+pub const MAX_SLOTS: usize = 20;
 
 /// One query as the monitor sees it at a tick.
 #[derive(Clone, Debug, PartialEq)]
@@ -82,11 +85,13 @@ struct QueryTrack {
     qos: Option<QosSpec>,
     cost: CostModel,
     delivered: Ewma,
-    ring: Vec<Histogram<u64>>,
-    sum: Histogram<u64>,
+    /// Result latency over the last second, in slots of `ticks_per_slot` ticks.
+    window: SlidingHistogram,
+    ticks_in_slot: usize,
+    /// The last tick's result latencies (what observers fold into their own buckets).
+    last_tick: Histogram<u64>,
     /// Scratch for the control signal's short window (reused, not reallocated per tick).
     recent: Histogram<u64>,
-    next: usize,
     /// (processed, results, seconds) of each tick in the window.
     counts: std::collections::VecDeque<(f64, f64, f64)>,
     /// Value histogram of the query's value-QoS field and its engine observer index.
@@ -95,6 +100,10 @@ struct QueryTrack {
 
 pub struct Monitor {
     queries: Vec<QueryTrack>,
+    /// Ticks per latency slot: 1 unless a short tick would need more than `MAX_SLOTS`
+    /// histograms for one second (memory stays bounded whatever the tick).
+    ticks_per_slot: usize,
+    window_ticks: usize,
     rates: Vec<Ewma>,
     prev: Option<EngineSnapshot>,
     prev_at: Nanos,
@@ -106,6 +115,8 @@ impl Monitor {
     /// Sets up tracking for `w`'s queries on `engine`, with a sliding latency window of
     /// `window_ticks` ticks, and registers value observers for value-QoS fields.
     pub fn new(w: &Workload, engine: &mut Engine, window_ticks: usize, start: Nanos) -> Monitor {
+        let window_ticks = window_ticks.max(1);
+        let ticks_per_slot = window_ticks.div_ceil(MAX_SLOTS);
         let queries = w
             .queries
             .iter()
@@ -131,12 +142,10 @@ impl Monitor {
                     qos: q.qos.clone(),
                     cost: CostModel::default(),
                     delivered: Ewma::new(ALPHA),
-                    ring: (0..window_ticks.max(1))
-                        .map(|_| latency_histogram())
-                        .collect(),
-                    sum: latency_histogram(),
+                    window: SlidingHistogram::new(window_ticks.div_ceil(ticks_per_slot)),
+                    ticks_in_slot: 0,
+                    last_tick: latency_histogram(),
                     recent: latency_histogram(),
-                    next: 0,
                     counts: std::collections::VecDeque::new(),
                     value,
                 }
@@ -144,6 +153,8 @@ impl Monitor {
             .collect();
         Monitor {
             queries,
+            ticks_per_slot,
+            window_ticks,
             rates: w.streams.iter().map(|_| Ewma::new(ALPHA)).collect(),
             prev: None,
             prev_at: start,
@@ -163,18 +174,17 @@ impl Monitor {
 
     /// Result latencies of query `q` recorded during the last tick.
     pub fn tick_latency(&self, q: usize) -> &Histogram<u64> {
-        let t = &self.queries[q];
-        &t.ring[(t.next + t.ring.len() - 1) % t.ring.len()]
+        &self.queries[q].last_tick
     }
 
     /// Result latencies of query `q` over the sliding window (the last second).
     pub fn window_latency(&self, q: usize) -> &Histogram<u64> {
-        &self.queries[q].sum
+        self.queries[q].window.histogram()
     }
 
     /// Takes the measurements of the tick ending at `now`.
     pub fn tick(&mut self, engine: &mut Engine, now: Nanos) -> QosSnapshot {
-        let snap = engine.snapshot(false);
+        let snap = engine.snapshot();
         let dt = ((now - self.prev_at).max(1)) as f64 / 1e9;
         let prev = self.prev.take().unwrap_or_else(|| zeroed(&snap));
         if !snap.queries.iter().all(|q| q.balances()) {
@@ -217,13 +227,16 @@ impl Monitor {
             if offered > 0.0 {
                 t.delivered.update(1.0 - dropped as f64 / offered);
             }
-            // Slide the latency window by one tick.
+            // Slide the latency window: a new slot every `ticks_per_slot` ticks.
             let tick = engine.tick_latency(qi);
-            let _ = t.sum.subtract(&t.ring[t.next]);
-            t.ring[t.next].reset();
-            let _ = t.ring[t.next].add(tick);
-            let _ = t.sum.add(tick);
-            t.next = (t.next + 1) % t.ring.len();
+            if t.ticks_in_slot == self.ticks_per_slot {
+                t.window.rotate();
+                t.ticks_in_slot = 0;
+            }
+            t.ticks_in_slot += 1;
+            t.window.add(tick);
+            t.last_tick.reset();
+            let _ = t.last_tick.add(tick);
             if let Some((hist, stream, obs)) = &mut t.value {
                 hist.decay(VALUE_DECAY);
                 let counts = &engine.value_counts(*stream, *obs).counts;
@@ -231,7 +244,7 @@ impl Monitor {
                     hist.add_to_bin(i, c as f64);
                 }
             }
-            if t.counts.len() == t.ring.len() {
+            if t.counts.len() == self.window_ticks {
                 t.counts.pop_front();
             }
             t.counts
@@ -242,15 +255,11 @@ impl Monitor {
                 .fold((0.0, 0.0, 0.0), |a, c| (a.0 + c.0, a.1 + c.1, a.2 + c.2));
             let queue_delay = engine.oldest_queued(qi).map_or(0, |a| (now - a).max(0));
             let target = t.qos.as_ref().and_then(|s| s.latency);
-            // The control signal looks at the last `CONTROL_TICKS` ticks only: a longer
+            // The control signal looks at the last `CONTROL_SLOTS` slots only: a longer
             // window would keep reporting a backlog long gone and make the loop overshoot.
             let latency = target.map(|l| {
-                let n = t.ring.len();
                 let recent = &mut t.recent;
-                recent.reset();
-                for k in 1..=CONTROL_TICKS.min(n) {
-                    let _ = recent.add(&t.ring[(t.next + n - k) % n]);
-                }
+                t.window.recent(CONTROL_SLOTS, recent);
                 let at = if recent.is_empty() {
                     0
                 } else {
@@ -274,8 +283,8 @@ impl Monitor {
                 } else {
                     0.0
                 },
-                p50: percentile(&t.sum, 50.0),
-                p99: percentile(&t.sum, 99.0),
+                p50: percentile(t.window.histogram(), 50.0),
+                p99: percentile(t.window.histogram(), 99.0),
                 latency,
                 target: target.map(|l| l.target),
                 delivered,

@@ -9,17 +9,24 @@ use super::stop::{StopHandle, StopReason};
 pub fn watch_signals(runtime: &tokio::runtime::Runtime, stop: StopHandle) {
     #[cfg(unix)]
     {
-        let term = stop.clone();
-        runtime.spawn(async move {
-            use tokio::signal::unix::{SignalKind, signal};
-            let Ok(mut s) = signal(SignalKind::terminate()) else {
-                return;
-            };
-            while s.recv().await.is_some() {
-                term.request(StopReason::Terminate);
-            }
-        });
+        use tokio::signal::unix::{SignalKind, signal};
+        // One listener per signal for the whole run, so none is missed between two.
+        for (kind, reason) in [
+            (SignalKind::terminate(), StopReason::Terminate),
+            (SignalKind::interrupt(), StopReason::Interrupt),
+        ] {
+            let stop = stop.clone();
+            runtime.spawn(async move {
+                let Ok(mut s) = signal(kind) else {
+                    return;
+                };
+                while s.recv().await.is_some() {
+                    stop.request(reason);
+                }
+            });
+        }
     }
+    #[cfg(not(unix))]
     runtime.spawn(async move {
         while tokio::signal::ctrl_c().await.is_ok() {
             stop.request(StopReason::Interrupt);

@@ -249,7 +249,7 @@ pub fn run_simulated(
             });
             (report.qos.engine, c.history().clone(), c.violations())
         }
-        None => (engine.snapshot(false), RunHistory::default(), 0),
+        None => (engine.snapshot(), RunHistory::default(), 0),
     };
     let summary = RunSummary {
         workload: w.name.clone(),

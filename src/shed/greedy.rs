@@ -2,8 +2,8 @@
 //! takes the move that loses the least weighted utility per unit of work saved, stops as
 //! soon as the excess is covered ("enough, not more"), and never moves a lossless query.
 
+use crate::qos::UtilityCurve;
 use crate::qos::loss_utility;
-use crate::spec::UtilityCurve;
 
 /// Ratios this close (relatively) are ties; sums of equal terms need not be bit-equal.
 const RATIO_TIE: f64 = 1e-9;

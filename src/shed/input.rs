@@ -3,8 +3,8 @@
 //! the planner clamps every number it uses, so a bad measurement degrades a plan but never
 //! panics.
 
+use crate::qos::UtilityCurve;
 use crate::qos::ValueHistogram;
-use crate::spec::UtilityCurve;
 
 /// How shed tuples are chosen: a closed set, matched exhaustively by the planner.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

@@ -3,8 +3,8 @@
 //! latency feedback), where (random drops merged at streams) and how (random, semantic or
 //! window drops). Pure: the same input and state always give the same plan and next state.
 
+use crate::qos::UtilityCurve;
 use crate::qos::{QueryLoad, StreamLoad, engine_load, loss_utility};
-use crate::spec::UtilityCurve;
 
 use super::feedback::{Feedback, Gains, latency_error, latency_miss};
 use super::greedy::{GreedyQuery, cover};

@@ -3,8 +3,8 @@
 //! keep fraction at the boundary. Invariant: no bin loses any tuple while a bin of lower
 //! utility keeps any, and the expected delivered share equals the target.
 
+use crate::qos::UtilityCurve;
 use crate::qos::ValueHistogram;
-use crate::spec::UtilityCurve;
 
 use super::plan::SemanticDrop;
 

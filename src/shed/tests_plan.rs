@@ -1,8 +1,8 @@
 //! Planner tests: each policy kind end to end on hand-sized snapshots; the plan's drops must
 //! deliver exactly the planned fractions and shed enough, not more.
 
+use crate::qos::UtilityCurve;
 use crate::qos::ValueHistogram;
-use crate::spec::UtilityCurve;
 
 use super::*;
 

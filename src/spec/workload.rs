@@ -4,6 +4,8 @@
 
 use serde::Deserialize;
 
+pub use crate::qos::UtilityCurve;
+
 use crate::core::plan::QueryPlan;
 use crate::core::schema::{Nanos, Schema};
 use crate::generator::{FieldGen, RateProfile};
@@ -214,52 +216,4 @@ pub struct ValueUtility {
     /// Index of `field` in the input stream's schema.
     pub column: usize,
     pub curve: UtilityCurve,
-}
-
-/// A piecewise-linear utility function: at least one point, x strictly increasing,
-/// utilities in `[0, 1]`; flat beyond the first and last points.
-#[derive(Clone, Debug, PartialEq)]
-pub struct UtilityCurve {
-    pub points: Vec<(f64, f64)>,
-}
-
-impl UtilityCurve {
-    /// The utility at `x`, interpolated linearly between the points.
-    pub fn at(&self, x: f64) -> f64 {
-        let p = &self.points;
-        let Some(&(x0, u0)) = p.first() else {
-            return 0.0;
-        };
-        if x <= x0 {
-            return u0;
-        }
-        for w in p.windows(2) {
-            let ((xa, ua), (xb, ub)) = (w[0], w[1]);
-            if x <= xb {
-                return ua + (ub - ua) * (x - xa) / (xb - xa);
-            }
-        }
-        p[p.len() - 1].1
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn utility_curve_interpolates_and_holds_its_ends() {
-        let c = UtilityCurve {
-            points: vec![(25.0, 0.1), (35.0, 1.0)],
-        };
-        assert_eq!(c.at(0.0), 0.1);
-        assert!((c.at(30.0) - 0.55).abs() < 1e-12);
-        assert_eq!(c.at(35.0), 1.0);
-        assert_eq!(c.at(99.0), 1.0);
-        let single = UtilityCurve {
-            points: vec![(5.0, 0.5)],
-        };
-        assert_eq!(single.at(-1.0), 0.5);
-        assert_eq!(single.at(10.0), 0.5);
-    }
 }

@@ -337,16 +337,14 @@ impl Engine {
         }
     }
 
-    /// Counters and latency percentiles of every stream and query. With
-    /// `reset_interval`, the interval histograms start afresh.
-    pub fn snapshot(&mut self, reset_interval: bool) -> EngineSnapshot {
+    /// Counters and latency percentiles of every stream and query.
+    pub fn snapshot(&self) -> EngineSnapshot {
         let queries = self
             .queries
-            .iter_mut()
+            .iter()
             .map(|q| {
                 let h = &q.stats.latency;
-                let hi = &q.stats.latency_interval;
-                let snap = QuerySnapshot {
+                QuerySnapshot {
                     name: q.def.name.clone(),
                     stream: q.def.plan.stream.clone(),
                     offered: q.stats.offered,
@@ -356,16 +354,10 @@ impl Engine {
                     queued: q.queue.depth() as u64,
                     late: q.pipeline.late(),
                     results: q.stats.results,
-                    p50_interval: hi.value_at_quantile(0.5) as Nanos,
-                    p99_interval: hi.value_at_quantile(0.99) as Nanos,
                     p50: h.value_at_quantile(0.5) as Nanos,
                     p99: h.value_at_quantile(0.99) as Nanos,
                     max: h.max() as Nanos,
-                };
-                if reset_interval {
-                    q.stats.latency_interval.reset();
                 }
-                snap
             })
             .collect();
         EngineSnapshot {
