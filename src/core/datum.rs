@@ -7,6 +7,20 @@ use std::sync::Arc;
 use super::batch::Column;
 use super::schema::Scalar;
 
+/// The bits a float group key is compared and hashed by: -0.0 is 0.0 and every NaN is
+/// one NaN, as SQL groups them. The one definition for the window operator and the
+/// window-aware drop point, so a group is never split between them.
+#[inline]
+pub fn float_key_bits(x: f64) -> u64 {
+    if x == 0.0 {
+        0.0f64.to_bits()
+    } else if x.is_nan() {
+        f64::NAN.to_bits()
+    } else {
+        x.to_bits()
+    }
+}
+
 /// How a value is stored (timestamps are ints): a closed set, so a new storage type is a
 /// compile error at every kernel that must handle it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -1,7 +1,6 @@
 //! Load of Spillway's own topology (each query reads one stream through its own input queue)
-//! and the load report shared with the generic `LoadGraph`. Invariant: load is work
-//! (nanoseconds) per second, the unit of capacity `C = cores * 1e9`, so `T > H * C` compares
-//! like with like.
+//! and the load report. Invariant: load is work (nanoseconds) per second, the unit of
+//! capacity `C = cores * 1e9`, so `T > H * C` compares like with like.
 
 /// Load in ns of work per second: `total = stream + queue`.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
@@ -87,7 +86,6 @@ pub fn engine_load(streams: &[StreamLoad], queries: &[QueryLoad], melt: f64) -> 
 
 #[cfg(test)]
 mod tests {
-    use super::super::load_graph::{ArcId, LoadGraph};
     use super::*;
 
     fn topology() -> (Vec<StreamLoad>, Vec<QueryLoad>) {
@@ -115,50 +113,6 @@ mod tests {
         assert_eq!(r.stream, 250_000.0 + 80_000.0);
         assert_eq!(r.queue, 7_000.0);
         assert_eq!(r.total, 337_000.0);
-    }
-
-    #[test]
-    fn engine_load_agrees_with_the_generic_graph() {
-        // Each stream is a free fan-out operator; each query a free drop operator with
-        // selectivity `keep` in front of its queue, then its pipeline into an application.
-        let (streams, queries) = topology();
-        let mut g = LoadGraph::new();
-        let fanouts: Vec<_> = streams.iter().map(|_| g.add_operator(0.0, 1.0)).collect();
-        for &f in &fanouts {
-            g.add_input(f).unwrap();
-        }
-        let drops: Vec<_> = queries
-            .iter()
-            .map(|q| g.add_operator(0.0, q.keep))
-            .collect();
-        let pipes: Vec<_> = queries
-            .iter()
-            .map(|q| g.add_operator(q.cost, 1.0))
-            .collect();
-        let mut queues: Vec<(ArcId, f64)> = Vec::new();
-        for (i, q) in queries.iter().enumerate() {
-            g.add_arc(fanouts[q.stream], drops[i]).unwrap();
-            let queue_arc = g.add_arc(drops[i], pipes[i]).unwrap();
-            queues.push((queue_arc, q.queued));
-            g.add_output(pipes[i]).unwrap();
-        }
-        let rates: Vec<f64> = streams.iter().map(|s| s.rate).collect();
-        let from_graph = g.load(&rates, &queues, 0.5);
-        let direct = engine_load(&streams, &queries, 0.5);
-        assert!((from_graph.stream - direct.stream).abs() < 1e-6);
-        assert!((from_graph.queue - direct.queue).abs() < 1e-6);
-        assert!((from_graph.total - direct.total).abs() < 1e-6);
-        let l = g.load_coefficients();
-        let ls = stream_coefficients(2, &queries);
-        for (s, &f) in fanouts.iter().enumerate() {
-            let input = g.inputs()[s];
-            assert_eq!(g.load_coefficient(input), l[input.index()]);
-            assert!(
-                (l[input.index()] - ls[s]).abs() < 1e-9,
-                "stream {}",
-                f.index()
-            );
-        }
     }
 
     #[test]

@@ -6,7 +6,6 @@
 mod cost;
 mod ewma;
 mod load;
-mod load_graph;
 mod sliding;
 mod utility;
 mod value_hist;
@@ -14,7 +13,6 @@ mod value_hist;
 pub use cost::CostModel;
 pub use ewma::Ewma;
 pub use load::{LoadReport, QueryLoad, StreamLoad, engine_load, stream_coefficients};
-pub use load_graph::{ArcId, LoadGraph, LoadGraphError, OpId};
 pub use sliding::SlidingHistogram;
 pub use utility::{UtilityCurve, loss_between, loss_slope, loss_utility};
 pub use value_hist::{Binning, ValueHistogram};

@@ -177,11 +177,6 @@ impl Monitor {
         &self.queries[q].last_tick
     }
 
-    /// Result latencies of query `q` over the sliding window (the last second).
-    pub fn window_latency(&self, q: usize) -> &Histogram<u64> {
-        self.queries[q].window.histogram()
-    }
-
     /// Takes the measurements of the tick ending at `now`.
     pub fn tick(&mut self, engine: &mut Engine, now: Nanos) -> QosSnapshot {
         let snap = engine.snapshot();

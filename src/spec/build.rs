@@ -7,7 +7,7 @@ use super::build_stream::{build_stream, check_identifier, stream_schema};
 use super::config::{EngineConfig, SchedulerConfig};
 use super::error::{Diagnostics, join};
 use super::read::Read;
-use super::workload::{EngineSettings, SchedulerKind, Workload};
+use super::workload::{EngineSettings, SchedulerKind, SinkSpec, Workload};
 use crate::sql::Catalog;
 
 pub(crate) fn build(diag: &mut Diagnostics, read: Read, planner: Planner) -> Option<Workload> {
@@ -59,6 +59,22 @@ pub(crate) fn build(diag: &mut Diagnostics, read: Read, planner: Planner) -> Opt
         // Query names become file names (`run --out DIR`): identifiers only.
         check_identifier(diag, &join("queries", name), "query name", name);
         queries.extend(build_query(diag, name, q, catalog, planner));
+    }
+    // Two queries writing one file would truncate each other's rows.
+    for (i, q) in queries.iter().enumerate() {
+        if let SinkSpec::Jsonl(path) = &q.sink
+            && let Some(first) = queries[..i]
+                .iter()
+                .find(|p| matches!(&p.sink, SinkSpec::Jsonl(o) if same_file(o, path)))
+        {
+            diag.at(
+                &join(&join("queries", &q.name), "sink"),
+                format!(
+                    "query `{}` writes to `{path}`, as query `{}` does: give each query its own file",
+                    q.name, first.name
+                ),
+            );
+        }
     }
     if !diag.is_empty() {
         return None;
@@ -133,4 +149,17 @@ fn build_engine(diag: &mut Diagnostics, e: &EngineConfig) -> EngineSettings {
             Some(SchedulerConfig::Qos) => SchedulerKind::Qos,
         },
     }
+}
+
+/// Whether two sink paths name the same file, as far as can be told without the disk
+/// (`out/a.jsonl` and `./out//a.jsonl` do).
+fn same_file(a: &str, b: &str) -> bool {
+    let norm = |p: &str| -> Vec<String> {
+        std::path::Path::new(p)
+            .components()
+            .filter(|c| !matches!(c, std::path::Component::CurDir))
+            .map(|c| c.as_os_str().to_string_lossy().into_owned())
+            .collect()
+    };
+    norm(a) == norm(b)
 }

@@ -364,3 +364,63 @@ fn load_file_reports_a_missing_file() {
             .starts_with("/nonexistent/spillway/workload.yaml:1:1: cannot read")
     );
 }
+
+#[test]
+fn two_queries_writing_one_file_are_rejected() {
+    let e = only_error(
+        "name: x\nstreams:\n  s: {schema: {a: int}, rate: 10}\nqueries:\n  \
+         p: {sql: SELECT a FROM s, sink: {jsonl: out/r.jsonl}}\n  \
+         q: {sql: SELECT a FROM s, sink: {jsonl: ./out//r.jsonl}}\n",
+    );
+    assert_eq!(e.path, "queries.q.sink");
+    assert_eq!(e.line, 6, "{e}");
+    assert!(e.message.contains("as query `p` does"), "{e}");
+}
+
+#[test]
+fn a_stream_gives_its_generator_one_way_and_has_one() {
+    let e = only_error(
+        "name: x\nstreams:\n  s:\n    schema: {a: int}\n    rate: 10\n    \
+         source: {generator: {rate: 10}}\nqueries: {q: {sql: SELECT a FROM s}}\n",
+    );
+    assert_eq!(e.path, "streams.s");
+    assert!(e.message.contains("not both"), "{e}");
+    let e = only_error(
+        "name: x\nstreams:\n  s: {schema: {a: int}}\nqueries: {q: {sql: SELECT a FROM s}}\n",
+    );
+    assert!(e.message.contains("stream needs a source"), "{e}");
+    let e = only_error(
+        "name: x\nstreams:\n  s: {schema: {a: int}, source: {flow: pull}}\n\
+         queries: {q: {sql: SELECT a FROM s}}\n",
+    );
+    assert_eq!(e.path, "streams.s.source");
+    let e = only_error(
+        "name: x\nstreams:\n  s: {schema: {a: int}, source: {generator: {rate: 5}, flow: sideways}}\n\
+         queries: {q: {sql: SELECT a FROM s}}\n",
+    );
+    assert_eq!(e.path, "streams.s.source.flow", "{e}");
+}
+
+#[test]
+fn a_source_block_reads_like_the_shorthand_with_flow_and_idle_timeout() {
+    let w = parse_stub(
+        "name: x\nstreams:\n  s:\n    schema: {a: int}\n    source:\n      \
+         generator: {rate: unlimited, count: 5}\n      idle_timeout: 250ms\n\
+         queries: {q: {sql: SELECT a FROM s}}\n",
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    let s = &w.streams[0];
+    assert_eq!(s.source.flow, Flow::Pull, "unlimited defaults to pull");
+    assert_eq!(s.source.idle_timeout, 250_000_000);
+    assert_eq!(s.generator().unwrap().count, Some(5));
+    let w = parse_stub(
+        "name: x\nstreams:\n  s: {schema: {a: int}, rate: 10}\nqueries: {q: {sql: SELECT a FROM s}}\n",
+    )
+    .unwrap();
+    assert_eq!(
+        w.streams[0].source.flow,
+        Flow::Push,
+        "a paced generator pushes"
+    );
+    assert_eq!(w.streams[0].source.idle_timeout, DEFAULT_IDLE_TIMEOUT);
+}

@@ -336,4 +336,37 @@ mod tests {
             assert_eq!(sel.iter().filter(|&&i| vals[i as usize] == *k).count(), 100);
         }
     }
+
+    #[test]
+    fn window_rule_never_splits_a_float_group_the_window_operator_joins() {
+        // 0.0 and -0.0 are one SQL group, and so are all NaNs: each pair is kept or
+        // dropped together, whatever the seed (windows open after the first one).
+        use crate::core::schema::{DataType, Scalar};
+        let types = [DataType::Float];
+        for seed in 0..64 {
+            let mut b = Batch::new(&types, 8);
+            let keys = [0.0, -0.0, f64::NAN, -f64::NAN, 1.5, 2.5];
+            for (i, k) in keys.iter().enumerate() {
+                b.push_row(1000 + i as i64, &[Scalar::Float(*k)]);
+            }
+            let mut p = DropPoint::new(seed);
+            p.install(DropRule::Window(WindowRule {
+                keep: 0.5,
+                time_column: None,
+                window: WindowSpec::tumbling(1000),
+                key_columns: vec![0],
+            }));
+            // The first window is always kept whole; decide in the next one.
+            let mut warm = Batch::new(&types, 1);
+            warm.push_row(0, &[Scalar::Float(9.0)]);
+            let mut sel = Vec::new();
+            p.apply(&warm, &mut sel);
+            let kept = match p.apply(&b, &mut sel) {
+                None => vec![true; keys.len()],
+                Some(()) => (0..keys.len()).map(|i| sel.contains(&(i as u32))).collect(),
+            };
+            assert_eq!(kept[0], kept[1], "seed {seed}: 0.0 and -0.0 split");
+            assert_eq!(kept[2], kept[3], "seed {seed}: NaNs split");
+        }
+    }
 }

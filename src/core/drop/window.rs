@@ -9,6 +9,7 @@ use rustc_hash::FxHasher;
 
 use super::{DropPoint, DropRule, threshold};
 use crate::core::batch::{Batch, Column};
+use crate::core::datum::float_key_bits;
 use crate::core::plan::WindowSpec;
 
 /// Window-aware dropping: whole (key, window) groups are kept or dropped, with the keep
@@ -56,7 +57,7 @@ impl DropPoint {
         for &c in &w.key_columns {
             match &batch.columns[c] {
                 Column::Int(v) => v[i].hash(&mut h),
-                Column::Float(v) => v[i].to_bits().hash(&mut h),
+                Column::Float(v) => float_key_bits(v[i]).hash(&mut h),
                 Column::Str(v) => v[i].hash(&mut h),
                 Column::Bool(v) => v[i].hash(&mut h),
             }

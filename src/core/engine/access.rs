@@ -2,24 +2,13 @@
 //! histograms, value observers) and the few counters drivers feed in (busy time,
 //! overhead). Nothing here touches tuples.
 
-use super::{Engine, QueryDef, ValueObserver};
-use crate::core::engine::DropRules;
+use super::{Engine, ValueObserver};
 use crate::core::plan::QueryPlan;
 use crate::core::schema::{Nanos, Schema};
 
 impl Engine {
-    pub fn stream_index(&self, name: &str) -> Option<usize> {
-        self.streams
-            .iter()
-            .position(|s| s.def.name.eq_ignore_ascii_case(name))
-    }
-
     pub fn stream_schema(&self, stream: usize) -> &Schema {
         &self.streams[stream].def.schema
-    }
-
-    pub fn query_names(&self) -> impl Iterator<Item = &str> {
-        self.queries.iter().map(|q| q.def.name.as_str())
     }
 
     /// Starts counting the values of `observer.column` of `stream` at ingest; returns its
@@ -74,10 +63,6 @@ impl Engine {
         &self.queries[q].def.plan
     }
 
-    pub fn query_def(&self, q: usize) -> &QueryDef {
-        &self.queries[q].def
-    }
-
     /// Result latencies of query `q` since `reset_tick_latency`.
     pub fn tick_latency(&self, q: usize) -> &hdrhistogram::Histogram<u64> {
         &self.queries[q].stats.latency_tick
@@ -92,20 +77,6 @@ impl Engine {
     /// Arrival time of the oldest tuple waiting in query `q`'s input queue.
     pub fn oldest_queued(&self, q: usize) -> Option<Nanos> {
         self.queries[q].queue.oldest_arrival()
-    }
-
-    /// Queued tuples of query `q`.
-    pub fn queue_depth(&self, q: usize) -> usize {
-        self.queries[q].queue.depth()
-    }
-
-    /// The rule each drop point applies now: streams then queries.
-    pub fn drop_rules(&self) -> DropRules {
-        DropRules {
-            streams: self.streams.iter().map(|s| s.drop.rule().clone()).collect(),
-            queries: self.queries.iter().map(|q| q.drop.rule().clone()).collect(),
-            queue_capacity: None,
-        }
     }
 
     /// Tuples queued over all queries.

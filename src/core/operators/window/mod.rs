@@ -10,6 +10,7 @@
 //! intervals, MIN and MAX as observed and flagged as bounds, and the row's keep fraction
 //! `kept / estimated count`. Groups that saw only exact batches are emitted as observed.
 
+use crate::core::datum::float_key_bits;
 use std::collections::{BTreeMap, VecDeque};
 
 use rustc_hash::FxHashMap;
@@ -142,17 +143,9 @@ impl WindowAggregate {
             match d.storage() {
                 Storage::Int => enc.extend((0..n).map(|i| d.ints().at(i))),
                 // -0.0 groups with 0.0 and every NaN with every other NaN, as SQL expects.
-                Storage::Float => enc.extend((0..n).map(|i| {
-                    let x = d.floats().at(i);
-                    let x = if x == 0.0 {
-                        0.0
-                    } else if x.is_nan() {
-                        f64::NAN
-                    } else {
-                        x
-                    };
-                    x.to_bits() as i64
-                })),
+                Storage::Float => {
+                    enc.extend((0..n).map(|i| float_key_bits(d.floats().at(i)) as i64))
+                }
                 Storage::Bool => enc.extend((0..n).map(|i| d.bools().at(i) as i64)),
                 Storage::Str => {
                     let interner = &mut self.interners[k];
