@@ -104,6 +104,36 @@ impl Acc {
         }
     }
 
+    /// Folds slot `s` of `src` (the same aggregate) into slot `d` for every `(d, s)` pair:
+    /// how a window's value is made from its slices. Exact for counts, integer sums,
+    /// MIN and MAX; float sums add slice sums, which may round differently from adding
+    /// the same values one by one.
+    pub fn combine(&mut self, src: &Acc, pairs: &[(u32, u32)]) {
+        fn merge<T: Copy>(v: &mut [T], w: &[T], pairs: &[(u32, u32)], f: impl Fn(T, T) -> T) {
+            for &(d, s) in pairs {
+                let x = &mut v[d as usize];
+                *x = f(*x, w[s as usize]);
+            }
+        }
+        match (self, src) {
+            (Acc::Count(v), Acc::Count(w)) | (Acc::SumInt(v), Acc::SumInt(w)) => {
+                merge(v, w, pairs, i64::wrapping_add)
+            }
+            (Acc::SumFloat(v), Acc::SumFloat(w)) => merge(v, w, pairs, |x, y| x + y),
+            (Acc::Avg { sum, n }, Acc::Avg { sum: ws, n: wn }) => {
+                for &(d, s) in pairs {
+                    sum[d as usize] += ws[s as usize];
+                    n[d as usize] += wn[s as usize];
+                }
+            }
+            (Acc::MinInt(v), Acc::MinInt(w)) => merge(v, w, pairs, i64::min),
+            (Acc::MaxInt(v), Acc::MaxInt(w)) => merge(v, w, pairs, i64::max),
+            (Acc::MinFloat(v), Acc::MinFloat(w)) => merge(v, w, pairs, f64::min),
+            (Acc::MaxFloat(v), Acc::MaxFloat(w)) => merge(v, w, pairs, f64::max),
+            (acc, src) => unreachable!("combine {src:?} into {acc:?}"),
+        }
+    }
+
     /// Appends the final value of `slot` to `out`.
     pub fn emit(&self, slot: usize, out: &mut Column) {
         match (self, out) {

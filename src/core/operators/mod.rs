@@ -16,6 +16,8 @@ mod scaling;
 #[cfg(test)]
 mod tests;
 #[cfg(test)]
+mod tests_sliced;
+#[cfg(test)]
 mod tests_state;
 mod window;
 

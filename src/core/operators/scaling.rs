@@ -22,6 +22,8 @@
 //! group's plain count and sum (kept by its accumulators) supply the exact part, and
 //! `N = count + sum (w_i - 1)`, `S = sum + sum (w_i - 1) v_i`.
 
+mod combine;
+
 use super::accumulators::{Acc, push_estimate};
 use super::approx::{ColumnApprox, Output};
 use crate::core::expr::Storage;

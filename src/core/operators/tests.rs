@@ -14,7 +14,7 @@ const SEC: i64 = 1_000_000_000;
 const MS: i64 = 1_000_000;
 
 /// Stream `s(k int, v int, x float, ts timestamp)` with event time `ts`.
-fn schema() -> Schema {
+pub(super) fn schema() -> Schema {
     let f = |n: &str, ty| Field { name: n.into(), ty };
     let mut s = Schema::new(vec![
         f("k", DataType::Int),

@@ -9,24 +9,34 @@
 //! emitted scaled (`scaling`): COUNT, SUM and AVG as Horvitz-Thompson estimates with 95%
 //! intervals, MIN and MAX as observed and flagged as bounds, and the row's keep fraction
 //! `kept / estimated count`. Groups that saw only exact batches are emitted as observed.
+//!
+//! Tumbling windows keep one group per (window, key). Sliding windows (`size > slide`)
+//! keep one group per (slice, key), a slice being one slide long: each tuple updates one
+//! slice, and a window's rows are combined from its `size / slide` slices when it closes
+//! (`slices`). Both give the same rows; the per-window path stays as the reference.
 
 use crate::core::datum::float_key_bits;
 use std::collections::{BTreeMap, VecDeque};
+use std::sync::Arc;
 
 use rustc_hash::FxHashMap;
 
-use super::accumulators::Acc;
 use super::approx::Output;
 use super::interner::Interner;
 
+mod close;
+mod slices;
+mod state;
 mod time;
-use super::scaling::Scaling;
 use crate::core::batch::{Batch, Column};
-use crate::core::expr::{Datum, Storage};
-use crate::core::plan::{AggFunc, AggregatePlan, MAX_GROUP_KEYS, TimeSource};
+use crate::core::expr::{Datum, Expr, Storage};
+use crate::core::plan::{AggregatePlan, MAX_GROUP_KEYS, TimeSource};
 use crate::core::schema::{DataType, Nanos};
+use close::Due;
+use slices::Slices;
+use state::GroupState;
 
-/// A group: window start plus the key values packed into integers (strings interned,
+/// A group: window (or slice) start plus the key values packed into integers (strings interned,
 /// floats as bits), so lookups hash a fixed-size value and never allocate.
 type GroupKey = (i64, [i64; MAX_GROUP_KEYS]);
 
@@ -36,20 +46,19 @@ pub struct WindowAggregate {
     groups: FxHashMap<GroupKey, u32>,
     slot_keys: Vec<GroupKey>,
     free: Vec<u32>,
-    /// Open windows by start, each with its slots in first-seen order (the emission order).
+    /// Open windows (sliding: slices) by start, each with its slots in first-seen order
+    /// (the emission order).
     windows: BTreeMap<i64, Vec<u32>>,
-    /// One per aggregate call, then a hidden COUNT if no call counts tuples: the scaled
-    /// row needs each group's kept count.
-    accs: Vec<Acc>,
-    /// The accumulator that counts each group's tuples.
-    count_acc: usize,
-    /// Horvitz-Thompson sums of the groups that lost input.
-    scaling: Scaling,
+    /// The aggregate state of every slot.
+    state: GroupState,
+    /// Each aggregate call's argument, shared so a batch's evaluated arguments may borrow
+    /// them while the operator changes.
+    arg_exprs: Arc<[Option<Expr>]>,
+    /// Sliding windows only: what combines slices into windows.
+    slices: Option<Box<Slices>>,
     interners: Vec<Interner>,
     /// Largest time seen; `i64::MIN` before the first tuple.
     watermark: i64,
-    /// Per slot: the lowest share semantic drops left of any batch that fed it (1: none).
-    value_keep: Vec<f64>,
     /// Every window ending at or before this has been emitted and may never reopen: a tuple
     /// that only belongs to such windows is late.
     closed: i64,
@@ -64,37 +73,32 @@ pub struct WindowAggregate {
 }
 
 impl WindowAggregate {
+    /// The operator for `plan`: sliding windows are computed by slices.
     pub fn new(plan: &AggregatePlan) -> WindowAggregate {
+        let mut op = WindowAggregate::per_window(plan);
+        if plan.window.size > plan.window.slide {
+            op.slices = Some(Box::new(Slices::new(plan)));
+        }
+        op
+    }
+
+    /// The operator for `plan` with one group per (window, key) even for sliding windows:
+    /// each tuple updates every window it belongs to. The reference the sliced path is
+    /// tested against.
+    pub fn per_window(plan: &AggregatePlan) -> WindowAggregate {
         assert!(plan.keys.len() <= MAX_GROUP_KEYS, "planner bounds the keys");
-        let mut accs: Vec<Acc> = plan
-            .aggs
-            .iter()
-            .map(|a| Acc::new(a.func, a.arg_type))
-            .collect();
-        let count_acc = match plan
-            .aggs
-            .iter()
-            .position(|a| matches!(a.func, AggFunc::CountStar | AggFunc::Count | AggFunc::Avg))
-        {
-            Some(i) => i,
-            None => {
-                accs.push(Acc::new(AggFunc::CountStar, None));
-                accs.len() - 1
-            }
-        };
         WindowAggregate {
             plan: plan.clone(),
             groups: FxHashMap::default(),
             slot_keys: Vec::new(),
             free: Vec::new(),
             windows: BTreeMap::new(),
-            accs,
-            count_acc,
-            scaling: Scaling::new(plan),
+            state: GroupState::new(plan),
+            arg_exprs: plan.aggs.iter().map(|c| c.arg.clone()).collect(),
+            slices: None,
             interners: plan.keys.iter().map(|_| Interner::default()).collect(),
             watermark: i64::MIN,
             closed: i64::MIN,
-            value_keep: Vec::new(),
             due: VecDeque::new(),
             next_due: i64::MIN,
             late: 0,
@@ -108,7 +112,7 @@ impl WindowAggregate {
         self.late
     }
 
-    /// Groups currently open (state size).
+    /// Groups currently open (state size): (slice, key) groups for sliding windows.
     pub fn open_groups(&self) -> usize {
         self.groups.len()
     }
@@ -173,6 +177,11 @@ impl WindowAggregate {
             self.plan.window.slide,
             self.plan.lateness,
         );
+        // Evaluated once per batch, however often the batch is folded in parts.
+        let arg_exprs = Arc::clone(&self.arg_exprs);
+        let args: Vec<Option<Datum<'_>>> = (arg_exprs.iter())
+            .map(|e| e.as_ref().map(|e| e.eval(batch)))
+            .collect();
         let mut pairs = std::mem::take(&mut self.pairs);
         pairs.clear();
         for (row, &t) in times.iter().enumerate() {
@@ -183,6 +192,13 @@ impl WindowAggregate {
                 if closed_to >= self.next_due {
                     self.due.push_back((w, a));
                     self.next_due = self.next_end_after(closed_to);
+                    if self.slices.is_some() {
+                        // Windows this row completes close before it is placed: their
+                        // slices must not see it or any later row. Fold the rows so far.
+                        self.state.update(&pairs, &args, keep, value_keep);
+                        pairs.clear();
+                        self.close(closed_to, None, out);
+                    }
                 }
             }
             let closed_to = self.watermark.saturating_sub(lateness).max(self.closed);
@@ -190,7 +206,18 @@ impl WindowAggregate {
             for (k, enc) in self.encoded.iter().enumerate() {
                 key[k] = enc[row];
             }
+            // The latest window holding `t` starts at `start`; it is also `t`'s slice.
             let mut start = t.div_euclid(slide) * slide;
+            if self.slices.is_some() {
+                // Some window of the slice is open iff its latest one is.
+                if start.saturating_add(size) > closed_to {
+                    let slot = self.slot_for((start, key));
+                    pairs.push((slot, row as u32));
+                } else {
+                    self.late += 1;
+                }
+                continue;
+            }
             let mut placed = false;
             while start.saturating_add(size) > t {
                 if start.saturating_add(size) > closed_to {
@@ -207,30 +234,7 @@ impl WindowAggregate {
                 self.late += 1;
             }
         }
-        // A group fed by a batch that semantic drops thinned is incomplete (not scaled).
-        if value_keep < 1.0 {
-            for &(slot, _) in &pairs {
-                let v = &mut self.value_keep[slot as usize];
-                *v = v.min(value_keep);
-            }
-        }
-        // Only a batch that lost tuples at random touches the scaling state.
-        let lossy = keep > 0.0 && keep < 1.0;
-        if lossy {
-            self.scaling.update(&pairs, keep);
-        }
-        for (i, acc) in self.accs.iter_mut().enumerate() {
-            match self.plan.aggs.get(i).and_then(|c| c.arg.as_ref()) {
-                Some(e) => {
-                    let arg = e.eval(batch);
-                    acc.update(&pairs, Some(&arg));
-                    if lossy {
-                        self.scaling.update_call(i, &pairs, &arg, keep);
-                    }
-                }
-                None => acc.update(&pairs, None),
-            }
-        }
+        self.state.update(&pairs, &args, keep, value_keep);
         self.pairs = pairs;
         let closed_to = self.watermark.saturating_sub(lateness);
         self.close(closed_to, None, out);
@@ -267,15 +271,10 @@ impl WindowAggregate {
                 (self.slot_keys.len() - 1) as u32
             }
         };
-        for acc in &mut self.accs {
-            acc.reset(slot as usize);
+        self.state.reset(slot as usize);
+        if let Some(sl) = self.slices.as_deref_mut() {
+            sl.open(slot, &gk.1);
         }
-        self.scaling.reset(slot as usize);
-        let v = &mut self.value_keep;
-        if slot as usize >= v.len() {
-            v.resize(slot as usize + 1, 1.0);
-        }
-        v[slot as usize] = 1.0;
         self.groups.insert(gk, slot);
         for (k, interner) in self.interners.iter_mut().enumerate() {
             if self.plan.key_types[k] == DataType::Str {
@@ -285,98 +284,4 @@ impl WindowAggregate {
         self.windows.entry(gk.0).or_default().push(slot);
         slot
     }
-
-    /// Emits and forgets every window whose end is `<= closed_to`.
-    fn close(&mut self, closed_to: i64, due_override: Option<Due>, out: &mut Output) {
-        self.closed = self.closed.max(closed_to);
-        let size = self.plan.window.size;
-        while let Some((&start, _)) = self.windows.first_key_value() {
-            let end = start.saturating_add(size);
-            if end > closed_to {
-                break;
-            }
-            let slots = self.windows.pop_first().expect("checked non-empty").1;
-            let due = match due_override {
-                Some(Due::At(t)) => t,
-                Some(Due::WindowEnd) => end,
-                None => self.due_arrival(end),
-            };
-            for &slot in &slots {
-                self.emit_row(slot as usize, start, end, due, out);
-                let gk = self.slot_keys[slot as usize];
-                self.groups.remove(&gk);
-                for (k, interner) in self.interners.iter_mut().enumerate() {
-                    if self.plan.key_types[k] == DataType::Str {
-                        interner.release(gk.1[k]);
-                    }
-                }
-                self.free.push(slot);
-            }
-        }
-        out.approx.pad(out.rows.len());
-        // Crossing records older than every open window's end are no longer needed.
-        let first_open_end = self
-            .windows
-            .first_key_value()
-            .map(|(s, _)| s.saturating_add(size))
-            .unwrap_or(i64::MAX);
-        while self
-            .due
-            .front()
-            .is_some_and(|(wm, _)| wm.saturating_sub(self.plan.lateness) < first_open_end)
-        {
-            self.due.pop_front();
-        }
-    }
-
-    fn emit_row(&mut self, slot: usize, start: i64, end: i64, due: Nanos, out: &mut Output) {
-        let (nkeys, naggs) = (self.plan.keys.len(), self.plan.aggs.len());
-        let value_keep = self.value_keep[slot];
-        if self.scaling.is_lossy(slot) {
-            let kept = self.accs[self.count_acc]
-                .kept_count(slot)
-                .expect("the count accumulator counts");
-            self.scaling.emit(slot, kept, &self.accs, out);
-            if let Some(k) = out.approx.keep.last_mut() {
-                *k *= value_keep;
-            }
-        } else {
-            for (i, acc) in self.accs[..naggs].iter().enumerate() {
-                acc.emit(slot, &mut out.rows.columns[nkeys + i]);
-            }
-            if value_keep < 1.0 {
-                // Incomplete but not scaled: keep fraction, no intervals, bounds flagged.
-                self.scaling
-                    .mark_incomplete(out.rows.len(), value_keep, out);
-            }
-        }
-        let out = &mut out.rows;
-        let gk = &self.slot_keys[slot];
-        for k in 0..nkeys {
-            let v = gk.1[k];
-            match (&mut out.columns[k], self.plan.key_types[k]) {
-                (Column::Int(o), _) => o.push(v),
-                (Column::Float(o), _) => o.push(f64::from_bits(v as u64)),
-                (Column::Bool(o), _) => o.push(v != 0),
-                (Column::Str(o), DataType::Str) => {
-                    o.push(self.interners[k].names[v as usize].clone())
-                }
-                (c, t) => unreachable!("key column {c:?} of type {t}"),
-            }
-        }
-        let base = nkeys + naggs;
-        for (i, v) in [(base, start), (base + 1, end)] {
-            match &mut out.columns[i] {
-                Column::Int(o) => o.push(v),
-                c => unreachable!("window bound column {c:?}"),
-            }
-        }
-        out.arrival.push(due);
-    }
-}
-
-#[derive(Clone, Copy, Debug)]
-enum Due {
-    At(Nanos),
-    WindowEnd,
 }

@@ -1,0 +1,118 @@
+//! Closing windows: which windows the watermark (or a tick, or the end of input) completes,
+//! and the result rows they become. Invariant: every window is emitted once, in start
+//! order, its rows in the order its keys were first seen, and its slots are freed after.
+
+use super::super::approx::Output;
+use super::WindowAggregate;
+use crate::core::batch::Column;
+use crate::core::plan::MAX_GROUP_KEYS;
+use crate::core::schema::{DataType, Nanos};
+
+/// Which arrival a closed window's rows carry (for latency).
+#[derive(Clone, Copy, Debug)]
+pub(super) enum Due {
+    At(Nanos),
+    WindowEnd,
+}
+
+impl WindowAggregate {
+    /// Emits and forgets every window whose end is `<= closed_to`.
+    pub(super) fn close(&mut self, closed_to: i64, due_override: Option<Due>, out: &mut Output) {
+        if self.slices.is_some() {
+            self.close_sliced(closed_to, due_override, out);
+            return;
+        }
+        self.closed = self.closed.max(closed_to);
+        let size = self.plan.window.size;
+        while let Some((&start, _)) = self.windows.first_key_value() {
+            let end = start.saturating_add(size);
+            if end > closed_to {
+                break;
+            }
+            let slots = self.windows.pop_first().expect("checked non-empty").1;
+            let due = self.due_for(end, due_override);
+            for &slot in &slots {
+                self.state.emit(slot as usize, self.plan.keys.len(), out);
+                let gk = self.slot_keys[slot as usize];
+                self.push_key_and_bounds(&gk.1, start, end, due, out);
+                self.forget(slot);
+            }
+        }
+        out.approx.pad(out.rows.len());
+        // Crossing records older than every open window's end are no longer needed.
+        let first_open_end = self
+            .windows
+            .first_key_value()
+            .map(|(s, _)| s.saturating_add(size))
+            .unwrap_or(i64::MAX);
+        self.prune_due(first_open_end);
+    }
+
+    /// The arrival the rows of a window ending at `end` carry.
+    pub(super) fn due_for(&self, end: i64, due_override: Option<Due>) -> Nanos {
+        match due_override {
+            Some(Due::At(t)) => t,
+            Some(Due::WindowEnd) => end,
+            None => self.due_arrival(end),
+        }
+    }
+
+    /// Forgets the watermark crossings no window ending at `first_open_end` or later needs.
+    pub(super) fn prune_due(&mut self, first_open_end: i64) {
+        while self
+            .due
+            .front()
+            .is_some_and(|(wm, _)| wm.saturating_sub(self.plan.lateness) < first_open_end)
+        {
+            self.due.pop_front();
+        }
+    }
+
+    /// Frees `slot` and the key strings only it held.
+    pub(super) fn forget(&mut self, slot: u32) {
+        let gk = self.slot_keys[slot as usize];
+        self.groups.remove(&gk);
+        for (k, interner) in self.interners.iter_mut().enumerate() {
+            if self.plan.key_types[k] == DataType::Str {
+                interner.release(gk.1[k]);
+            }
+        }
+        if let Some(sl) = self.slices.as_deref_mut() {
+            sl.release(&gk.1);
+        }
+        self.free.push(slot);
+    }
+
+    /// Completes the group row whose aggregate columns were just appended: the `key`
+    /// columns, the window bounds and the arrival that made it due.
+    pub(super) fn push_key_and_bounds(
+        &self,
+        key: &[i64; MAX_GROUP_KEYS],
+        start: i64,
+        end: i64,
+        due: Nanos,
+        out: &mut Output,
+    ) {
+        let (nkeys, naggs) = (self.plan.keys.len(), self.plan.aggs.len());
+        let out = &mut out.rows;
+        for (k, &v) in key.iter().enumerate().take(nkeys) {
+            match (&mut out.columns[k], self.plan.key_types[k]) {
+                (Column::Int(o), _) => o.push(v),
+                (Column::Float(o), _) => o.push(f64::from_bits(v as u64)),
+                (Column::Bool(o), _) => o.push(v != 0),
+                (Column::Str(o), DataType::Str) => {
+                    o.push(self.interners[k].names[v as usize].clone())
+                }
+                (c, t) => unreachable!("key column {c:?} of type {t}"),
+            }
+        }
+        let base = nkeys + naggs;
+        for (i, v) in [(base, start), (base + 1, end)] {
+            match &mut out.columns[i] {
+                Column::Int(o) => o.push(v),
+                c => unreachable!("window bound column {c:?}"),
+            }
+        }
+        out.arrival.push(due);
+    }
+}
