@@ -99,7 +99,7 @@ pub fn bench(args: BenchArgs) -> Result<ExitCode, Failure> {
         args.tuples,
         bm,
     );
-    let hop = engine_run(HOP_SQL, &batches, &clock, false)?;
+    let hop = engine_run(HOP_SQL, &batches, &clock, Watch::Nothing)?;
     report(
         "(b') engine, query (b) over HOP(PROCTIME(), 10 ms, 1 s): 100 windows per tuple",
         args.tuples,
