@@ -267,3 +267,34 @@ fn a_closed_stdout_ends_the_run() {
     assert!(after < 30.0, "ran {after} s after its reader left");
     assert!(first.starts_with("{\"query\":"));
 }
+
+#[test]
+fn a_failing_sink_is_reported_counted_and_exits_1() {
+    if !Path::new("/dev/full").exists() {
+        panic!("this test needs /dev/full (Linux)");
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let w = dir.path().join("full.yaml");
+    std::fs::write(
+        &w,
+        "name: full\nduration: 1s\nstreams:\n  s: {schema: {a: int}, rate: 20000}\n\
+         queries:\n  all: {sql: SELECT a FROM s, sink: {jsonl: /dev/full}}\n",
+    )
+    .unwrap();
+    let out = spillway()
+        .args(["run", w.to_str().unwrap(), "--simulated", "--quiet"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    // Simulated mode needs costs; the run is refused before any sink opens.
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    let out = spillway()
+        .args(["run", w.to_str().unwrap(), "--quiet"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("sink of query `all` failed"), "{err}");
+    assert!(err.contains("result rows not delivered"), "{err}");
+    assert!(!err.contains("results written to"), "{err}");
+}

@@ -144,14 +144,14 @@ pub fn run(args: RunArgs) -> Result<ExitCode, Failure> {
     };
     runtime.shutdown_timeout(std::time::Duration::from_millis(100));
     let failed_sinks = summary.undelivered.iter().any(|n| *n > 0);
-    for f in &sinks.files {
-        eprintln!("  results written to {}", f.display());
-    }
     if failed_sinks {
         return Err(Failure::Other(anyhow::anyhow!(
             "a sink failed: {} result rows were not delivered (see above)",
             summary.undelivered.iter().sum::<u64>()
         )));
+    }
+    for f in &sinks.files {
+        eprintln!("  results written to {}", f.display());
     }
     Ok(match summary.stopped {
         Some(r) if r != StopReason::Requested => ExitCode::from(r.exit_code()),
