@@ -14,7 +14,7 @@ use crate::core::schema::Nanos;
 use crate::runtime::assemble::engine_for;
 use crate::runtime::clock::WallClock;
 use crate::runtime::control::Controller;
-use crate::runtime::observe::{EventLog, Observers, OnTick, TickReport};
+use crate::runtime::observe::{Event, EventLog, Observers, OnTick, RunInfo, RunMode, TickReport};
 use crate::runtime::status::StatusObserver;
 use crate::spec::{self, Policy, Workload};
 
@@ -125,6 +125,16 @@ pub fn bench(args: BenchArgs) -> Result<ExitCode, Failure> {
         "    the three observers cost {:.1}% of throughput on top of the monitor (budget: 3%)",
         100.0 * (1.0 - bm as f64 / bo as f64)
     );
+    let bx = engine_run_exported(&batches, &clock)?;
+    report(
+        "(b) again with the monitor and the Prometheus exporter, rendered every second",
+        args.tuples,
+        bx,
+    );
+    outln!(
+        "    the exporter costs {:.1}% of throughput over the monitor alone",
+        100.0 * (1.0 - bm as f64 / bx as f64)
+    );
     let random = drop_cost(&batches, DropRule::Random { keep: 0.5 }, &clock);
     report("drop decision, random keep 0.5", args.tuples, random);
     let semantic = drop_cost(
@@ -210,18 +220,63 @@ fn engine_run(
     clock: &WallClock,
     watch: Watch,
 ) -> Result<Nanos, Failure> {
-    let monitor = watch != Watch::Nothing;
-    let mut status = StatusObserver::new(true);
-    let mut log = EventLog::default();
-    let mut latencies = 0u64;
-    let mut recorder = OnTick(|t: &TickReport<'_>| {
-        latencies += t.tick_latency.iter().map(|h| h.len()).sum::<u64>();
-    });
-    let mut observers = if watch == Watch::MonitorAndObservers {
-        Observers::new(vec![&mut status, &mut log, &mut recorder])
-    } else {
-        Observers::default()
+    match watch {
+        Watch::Nothing => engine_run_observed(sql, batches, clock, false, None),
+        Watch::Monitor => engine_run_observed(sql, batches, clock, true, None),
+        Watch::MonitorAndObservers => {
+            let mut status = StatusObserver::new(true);
+            let mut log = EventLog::default();
+            let mut latencies = 0u64;
+            let mut recorder = OnTick(|t: &TickReport<'_>| {
+                latencies += t.tick_latency.iter().map(|h| h.len()).sum::<u64>();
+            });
+            let mut observers = Observers::new(vec![&mut status, &mut log, &mut recorder]);
+            engine_run_observed(sql, batches, clock, true, Some(&mut observers))
+        }
+    }
+}
+
+/// Query (b) with the monitor ticking and a `MetricsObserver` fed every tick, while a
+/// thread renders the exposition every second (what a 1 s Prometheus scrape costs the
+/// exporter, minus the socket).
+fn engine_run_exported(batches: &[Batch], clock: &WallClock) -> Result<Nanos, Failure> {
+    use crate::runtime::metrics::{MetricsObserver, recorder_builder};
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let recorder = recorder_builder().build_recorder();
+    let handle = recorder.handle();
+    let mut observer = MetricsObserver::new(Arc::new(recorder));
+    let done = Arc::new(AtomicBool::new(false));
+    let scraper = {
+        let done = done.clone();
+        std::thread::spawn(move || {
+            let mut bytes = 0;
+            while !done.load(Ordering::Relaxed) {
+                for _ in 0..20 {
+                    if done.load(Ordering::Relaxed) {
+                        break;
+                    }
+                    std::thread::sleep(std::time::Duration::from_millis(50));
+                }
+                bytes += handle.render().len();
+            }
+            bytes
+        })
     };
+    let elapsed = engine_run_observed(AGG_SQL, batches, clock, true, Some(&mut observer));
+    done.store(true, Ordering::Relaxed);
+    let bytes = scraper.join().unwrap_or(0);
+    std::hint::black_box(bytes);
+    elapsed
+}
+
+fn engine_run_observed(
+    sql: &str,
+    batches: &[Batch],
+    clock: &WallClock,
+    monitor: bool,
+    mut observer: Option<&mut dyn crate::runtime::observe::Observer>,
+) -> Result<Nanos, Failure> {
     let yaml = workload_yaml(1, 1024).replace(AGG_SQL, sql);
     let qw = spec::parse(&yaml, "<bench>").map_err(|e| anyhow::anyhow!("{e}"))?;
     let mut engine = engine_for(&qw).map_err(|e| anyhow::anyhow!(e))?;
@@ -237,6 +292,16 @@ fn engine_run(
     });
     // Copies are made before timing starts: the measurement covers engine work only.
     let copies: Vec<Batch> = batches.to_vec();
+    if let (Some(o), Some(c)) = (observer.as_deref_mut(), controller.as_ref()) {
+        o.on_event(&Event::RunStarted(RunInfo::new(
+            &qw,
+            RunMode::Live,
+            c.policy(),
+            1.0,
+            None,
+            &[],
+        )));
+    }
     let mut rows = 0usize;
     let start = clock.since_start();
     let mut next_tick = start + 100_000_000;
@@ -249,8 +314,8 @@ fn engine_run(
             }
             if clock.since_start() >= next_tick {
                 let report = c.tick(&mut engine, clock.now(), &qw);
-                if !observers.is_empty() {
-                    observers.tick(&TickReport {
+                if let Some(o) = observer.as_deref_mut() {
+                    o.on_tick(&TickReport {
                         elapsed: clock.since_start() - start,
                         control: &report,
                         tick_latency: &c.tick_latency(),

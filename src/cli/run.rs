@@ -1,6 +1,7 @@
 //! `spillway run`: runs a workload live or simulated, results on stdout (or files),
 //! status lines and the summary on stderr.
 
+use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -11,8 +12,10 @@ use crate::runtime::assemble::{Sinks, engine_for, shell_runtime, sinks_for, sour
 use crate::runtime::clock::WallClock;
 use crate::runtime::control::Controller;
 use crate::runtime::live::{LiveRun, run_live};
-use crate::runtime::observe::Observers;
+use crate::runtime::metrics::{MetricsObserver, MetricsServer, parse_metrics_addr};
+use crate::runtime::observe::{Observer, Observers};
 use crate::runtime::outputs::Outputs;
+use crate::runtime::pace::Pacer;
 use crate::runtime::signals::watch_signals;
 use crate::runtime::simulated::{SimControl, SimSettings, run_simulated};
 use crate::runtime::status::{self, StatusObserver};
@@ -38,6 +41,18 @@ pub struct RunArgs {
     /// Load-shedding policy file, instead of the workload's `policy`.
     #[arg(long, value_name = "FILE")]
     pub policy: Option<PathBuf>,
+    /// Serve Prometheus metrics on http://ADDR/metrics while the run lasts (HOST:PORT, or
+    /// a bare PORT for 127.0.0.1). Off by default.
+    #[arg(long, value_name = "ADDR", value_parser = parse_metrics_addr)]
+    pub metrics_addr: Option<SocketAddr>,
+    /// With --metrics-addr: keep serving this long after the run ends, so the last scrape
+    /// sees the final counts (Ctrl-C ends the wait).
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration, default_value = "5s")]
+    pub metrics_linger: i64,
+    /// Simulated runs: play virtual time at X times wall speed (1 = real time), so a
+    /// scraper or a watcher sees the run unfold. Without it a simulated run goes flat out.
+    #[arg(long, value_name = "X")]
+    pub speed: Option<f64>,
 }
 
 /// The policy a run uses: `--policy` (relative to the current directory), else the
@@ -87,13 +102,45 @@ pub fn run(args: RunArgs) -> Result<ExitCode, Failure> {
     } else {
         None
     };
+    let mut pacer = match (args.speed, simulated) {
+        (None, _) => None,
+        (Some(x), true) if x.is_finite() && x > 0.0 => Some(Pacer::new(x)),
+        (Some(x), true) => {
+            return Err(Failure::BadInput(format!(
+                "--speed {x}: expected a positive number (times wall speed)"
+            )));
+        }
+        (Some(_), false) => {
+            return Err(Failure::BadInput(
+                "--speed applies to simulated runs (add --simulated); a live run is already real time"
+                    .into(),
+            ));
+        }
+    };
     let mut sinks = open_sinks(&w, args.out.as_deref())?;
     // Sources and signal watchers share one small runtime; the engine keeps this thread.
     let runtime = shell_runtime()?;
     let stop = StopHandle::new();
     watch_signals(&runtime, stop.clone());
     let mut status = StatusObserver::new(args.quiet);
-    let mut observers = Observers::new(vec![&mut status]);
+    let metrics = match args.metrics_addr {
+        Some(addr) => Some(MetricsServer::start(addr, &runtime).map_err(anyhow::Error::from)?),
+        None => None,
+    };
+    if let Some(m) = &metrics {
+        eprintln!("  metrics on http://{}/metrics", m.addr());
+    }
+    let mut metrics_observer = metrics.as_ref().map(|m| MetricsObserver::new(m.recorder()));
+    // The pacer goes first: each tick is published once wall time has caught up with it.
+    let mut list: Vec<&mut dyn Observer> = Vec::new();
+    if let Some(p) = &mut pacer {
+        list.push(p);
+    }
+    list.push(&mut status);
+    if let Some(o) = &mut metrics_observer {
+        list.push(o);
+    }
+    let mut observers = Observers::new(list);
     let mut outputs = Outputs::new(&mut sinks, w.queries.len());
     let summary = match settings {
         None => run_live(
@@ -142,6 +189,17 @@ pub fn run(args: RunArgs) -> Result<ExitCode, Failure> {
             report.summary
         }
     };
+    if let Some(m) = &metrics {
+        let linger = std::time::Duration::from_nanos(args.metrics_linger.max(0) as u64);
+        if !linger.is_zero() {
+            eprintln!(
+                "  serving final metrics on http://{}/metrics for {} (Ctrl-C ends it)",
+                m.addr(),
+                humantime::format_duration(linger)
+            );
+        }
+        m.linger(linger, &stop);
+    }
     runtime.shutdown_timeout(std::time::Duration::from_millis(100));
     let failed_sinks = summary.undelivered.iter().any(|n| *n > 0);
     if failed_sinks {

@@ -11,10 +11,14 @@ pub mod control;
 pub mod frontier;
 #[cfg(feature = "shell")]
 pub mod live;
+#[cfg(feature = "shell")]
+pub mod metrics;
 pub mod monitor;
 pub mod observe;
 #[cfg(feature = "shell")]
 pub mod outputs;
+#[cfg(feature = "shell")]
+pub mod pace;
 #[cfg(feature = "shell")]
 pub mod signals;
 pub mod simulated;

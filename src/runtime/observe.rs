@@ -321,6 +321,17 @@ impl<'a> Observers<'a> {
     }
 }
 
+/// A group of observers is one observer: it fans out (and derives events from ticks).
+impl Observer for Observers<'_> {
+    fn on_tick(&mut self, tick: &TickReport<'_>) {
+        self.tick(tick);
+    }
+
+    fn on_event(&mut self, event: &Event) {
+        self.event(event.clone());
+    }
+}
+
 /// An observer made of a closure over ticks (tests, small tools).
 pub struct OnTick<F>(pub F);
 
