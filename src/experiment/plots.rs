@@ -101,7 +101,7 @@ pub fn latency(out: &Outcome, path: &Path) -> PlotResult {
         .margin(10)
         .x_label_area_size(40)
         .y_label_area_size(60)
-        .right_y_label_area_size(70)
+        .right_y_label_area_size(80)
         .build_cartesian_2d(0f64..xmax, (0.01f64..ymax).log_scale())?
         .set_secondary_coord(0f64..xmax, 0f64..rmax);
     chart
@@ -111,6 +111,7 @@ pub fn latency(out: &Outcome, path: &Path) -> PlotResult {
         .draw()?;
     chart
         .configure_secondary_axes()
+        .y_label_formatter(&|v| format!("{:.0}k", v / 1000.0))
         .y_desc("input rate (tuples/s)")
         .draw()?;
     for (i, (label, pts)) in lat.iter().enumerate() {
@@ -144,7 +145,7 @@ pub fn latency(out: &Outcome, path: &Path) -> PlotResult {
         .configure_series_labels()
         .background_style(WHITE.mix(0.8))
         .border_style(BLACK)
-        .position(SeriesLabelPosition::UpperLeft)
+        .position(SeriesLabelPosition::LowerRight)
         .draw()?;
     root.present()?;
     Ok(())

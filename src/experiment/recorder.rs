@@ -19,7 +19,8 @@ pub struct TickRow {
     /// End of the tick, ns since the run started.
     pub at: Nanos,
     pub query: usize,
-    /// Tuples offered to the query's stream per second during the tick.
+    /// Tuples offered to the query's stream per second during the tick (the final, short
+    /// tick counts as a full one).
     pub input_rate: f64,
     /// Result latency at the target's percentile (p99 without a target) during the tick,
     /// ns; `None` when no result left during it.
@@ -58,6 +59,8 @@ pub struct Recorder {
     pub elapsed: Nanos,
     prev: Option<EngineSnapshot>,
     prev_at: Nanos,
+    /// Length of the first tick: rates of the short final tick are taken over this much.
+    period: Nanos,
 }
 
 impl Recorder {
@@ -102,7 +105,10 @@ impl Observer for Recorder {
     fn on_tick(&mut self, tick: &TickReport<'_>) {
         let r = tick.control;
         let snap = &r.qos.engine;
-        let dt = ((tick.elapsed - self.prev_at).max(1)) as f64 / 1e9;
+        if self.period == 0 {
+            self.period = tick.elapsed.max(1);
+        }
+        let dt = ((tick.elapsed - self.prev_at).max(self.period)) as f64 / 1e9;
         let second = (tick.elapsed - 1).max(0) / SECOND;
         for (qi, rec) in self.queries.iter_mut().enumerate() {
             let h = tick.tick_latency[qi];
