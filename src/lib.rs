@@ -26,4 +26,6 @@ pub mod sql;
 
 #[cfg(feature = "shell")]
 pub mod cli;
+#[cfg(feature = "shell")]
+pub mod experiment;
 pub mod runtime;

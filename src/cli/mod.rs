@@ -4,6 +4,7 @@
 mod bench;
 mod calibrate;
 mod check;
+mod experiment;
 mod run;
 
 use std::process::ExitCode;
@@ -30,6 +31,9 @@ enum Command {
     /// Measure each query's cost per tuple on this machine, printed as `cost:` settings
     /// for simulated mode.
     Calibrate(calibrate::CalibrateArgs),
+    /// Run a workload under several policies side by side, against the exact answer and
+    /// the offline optimum; writes report.md, CSV files and SVG plots.
+    Experiment(experiment::ExperimentArgs),
 }
 
 /// A failed command: bad input (exit 2) or an operational failure (exit 1).
@@ -63,6 +67,7 @@ pub fn main() -> ExitCode {
         Command::Check(a) => check::check(a),
         Command::Bench(a) => bench::bench(a),
         Command::Calibrate(a) => calibrate::calibrate(a),
+        Command::Experiment(a) => experiment::experiment(a),
     };
     match result {
         Ok(code) => code,

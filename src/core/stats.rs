@@ -75,6 +75,9 @@ pub struct QuerySnapshot {
     pub p50: Nanos,
     pub p99: Nanos,
     pub max: Nanos,
+    /// Counts of the processed-value observer (`Engine::observe_processed_values`), in its
+    /// bins; empty without one.
+    pub processed_values: Vec<u64>,
 }
 
 impl QuerySnapshot {

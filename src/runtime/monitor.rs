@@ -333,6 +333,7 @@ pub fn zeroed(s: &EngineSnapshot) -> EngineSnapshot {
         q.busy = 0;
         q.processed = 0;
         q.results = 0;
+        q.processed_values.iter_mut().for_each(|c| *c = 0);
     }
     z
 }

@@ -4,10 +4,12 @@
 
 use super::build_query::{Planner, build_query};
 use super::build_stream::{build_stream, check_identifier, stream_schema};
-use super::config::{EngineConfig, SchedulerConfig};
+use super::config::{EngineConfig, ExperimentConfig, SchedulerConfig};
 use super::error::{Diagnostics, join};
 use super::read::Read;
-use super::workload::{EngineSettings, SchedulerKind, SinkSpec, Workload};
+use super::workload::{
+    DEFAULT_EXPERIMENT_POLICIES, EngineSettings, ExperimentSpec, SchedulerKind, SinkSpec, Workload,
+};
 use crate::sql::Catalog;
 
 pub(crate) fn build(diag: &mut Diagnostics, read: Read, planner: Planner) -> Option<Workload> {
@@ -23,6 +25,7 @@ pub(crate) fn build(diag: &mut Diagnostics, read: Read, planner: Planner) -> Opt
         diag.at("policy", "policy must name a policy file");
     }
     let engine = build_engine(diag, &c.engine);
+    let experiment = c.experiment.as_ref().map(|e| build_experiment(diag, e));
 
     let mut catalog = Catalog::default();
     let mut catalog_complete = !read.schemas_missing;
@@ -87,7 +90,40 @@ pub(crate) fn build(diag: &mut Diagnostics, read: Read, planner: Planner) -> Opt
         streams,
         queries,
         policy: c.policy.clone(),
+        experiment,
     })
+}
+
+fn build_experiment(diag: &mut Diagnostics, e: &ExperimentConfig) -> ExperimentSpec {
+    let policies = match &e.policies {
+        None => DEFAULT_EXPERIMENT_POLICIES.map(String::from).to_vec(),
+        Some(p) => {
+            if p.is_empty() {
+                diag.at(
+                    "experiment.policies",
+                    "policies needs at least one policy, e.g. [none, random, semantic]",
+                );
+            }
+            for (i, name) in p.iter().enumerate() {
+                let path = format!("experiment.policies[{i}]");
+                if name.trim().is_empty() {
+                    diag.at(&path, "a policy is a built-in kind or a policy file path");
+                } else if p[..i].contains(name) {
+                    diag.at(&path, format!("policy `{name}` is listed twice"));
+                }
+            }
+            p.clone()
+        }
+    };
+    let repeat = match e.repeat {
+        Some(r) if !(1..=1000).contains(&r) => {
+            diag.at("experiment.repeat", "repeat must be between 1 and 1000");
+            1
+        }
+        Some(r) => r,
+        None => 1,
+    };
+    ExperimentSpec { policies, repeat }
 }
 
 fn build_engine(diag: &mut Diagnostics, e: &EngineConfig) -> EngineSettings {

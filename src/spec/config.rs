@@ -65,6 +65,29 @@ pub struct WorkloadConfig {
     /// Path of a load-shedding policy file, kept as written (default: no shedding).
     #[serde(default)]
     pub policy: Option<String>,
+    /// What `spillway experiment` compares when its command line does not say.
+    #[serde(default)]
+    pub experiment: Option<ExperimentConfig>,
+}
+
+/// `experiment:` the policies `spillway experiment` runs side by side, and how often.
+/// The command's `--policies` and `--repeat` override these.
+///
+/// ```yaml
+/// experiment: {policies: [none, random, semantic], repeat: 3}
+/// ```
+#[derive(Clone, Debug, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ExperimentConfig {
+    /// Policies to compare, at least one: a built-in kind (`none`, `tail-drop`, `random`,
+    /// `semantic`, `window-aware`, with default settings) or a policy file path ending in
+    /// `.yaml` (relative to the workload file). Default: `none, random, semantic`.
+    #[serde(default)]
+    pub policies: Option<Vec<String>>,
+    /// Runs per policy, each with the next seed, 1 to 1000 (default 1). With more than one
+    /// the report gives the mean and the standard deviation.
+    #[serde(default)]
+    pub repeat: Option<u32>,
 }
 
 /// `engine:` how the engine runs.

@@ -38,8 +38,8 @@ mod tests_sql;
 use std::path::Path;
 
 pub use config::{
-    EngineConfig, FlowConfig, GeneratorConfig, QosConfig, QueryConfig, SchedulerConfig, SinkConfig,
-    SourceConfig, StreamConfig, ValueConfig, WorkloadConfig,
+    EngineConfig, ExperimentConfig, FlowConfig, GeneratorConfig, QosConfig, QueryConfig,
+    SchedulerConfig, SinkConfig, SourceConfig, StreamConfig, ValueConfig, WorkloadConfig,
 };
 pub use de_named::NamedMap;
 pub use distribution::{
@@ -50,9 +50,9 @@ pub use duration::{DurationConfig, parse_duration};
 pub use error::{SpecError, SpecErrors};
 pub use policy::{Policy, PolicyConfig, load_policy, parse_policy};
 pub use workload::{
-    DEFAULT_IDLE_TIMEOUT, EngineSettings, Flow, GeneratorSpec, LatencyTarget, Mode, QosSpec,
-    QuerySpec, SchedulerKind, SinkSpec, SourceKind, SourceSpec, StreamSpec, UtilityCurve,
-    ValueUtility, Workload,
+    DEFAULT_EXPERIMENT_POLICIES, DEFAULT_IDLE_TIMEOUT, EngineSettings, ExperimentSpec, Flow,
+    GeneratorSpec, LatencyTarget, Mode, QosSpec, QuerySpec, SchedulerKind, SinkSpec, SourceKind,
+    SourceSpec, StreamSpec, UtilityCurve, ValueUtility, Workload,
 };
 
 use build_query::Planner;

@@ -18,7 +18,14 @@ use super::error::{Diagnostics, join};
 
 /// The top-level keys of a workload file, in documentation order.
 const FIELDS: &[&str] = &[
-    "name", "seed", "duration", "engine", "streams", "queries", "policy",
+    "name",
+    "seed",
+    "duration",
+    "engine",
+    "streams",
+    "queries",
+    "policy",
+    "experiment",
 ];
 
 /// What could be read of a workload file.
@@ -85,6 +92,7 @@ pub(crate) fn read(diag: &mut Diagnostics) -> Option<Read> {
             streams: NamedMap::default(),
             queries: NamedMap::default(),
             policy: None,
+            experiment: None,
         },
         partial_streams: Vec::new(),
         schemas_missing: false,
@@ -105,6 +113,7 @@ pub(crate) fn read(diag: &mut Diagnostics) -> Option<Read> {
             }
             "engine" => c.engine = entry(diag, value, "engine").unwrap_or_default(),
             "policy" => c.policy = section(diag, value, "policy").flatten(),
+            "experiment" => c.experiment = section(diag, value, "experiment").flatten(),
             "streams" => read_streams(diag, value, &mut out),
             "queries" => {
                 out.config.queries = entries(diag, value, "queries", |diag, v, path| {

@@ -27,7 +27,21 @@ pub struct Workload {
     pub queries: Vec<QuerySpec>,
     /// The policy file, as written.
     pub policy: Option<String>,
+    /// The `experiment:` block, if the file has one.
+    pub experiment: Option<ExperimentSpec>,
 }
+
+/// What `spillway experiment` compares by default (see `ExperimentConfig`).
+#[derive(Clone, Debug, PartialEq)]
+pub struct ExperimentSpec {
+    /// Built-in policy kinds or policy file paths as written; at least one, no repeats.
+    pub policies: Vec<String>,
+    /// At least 1.
+    pub repeat: u32,
+}
+
+/// The policies an experiment compares when nothing says otherwise.
+pub const DEFAULT_EXPERIMENT_POLICIES: [&str; 3] = ["none", "random", "semantic"];
 
 impl Workload {
     pub fn stream(&self, name: &str) -> Option<&StreamSpec> {

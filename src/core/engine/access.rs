@@ -19,6 +19,12 @@ impl Engine {
         obs.len() - 1
     }
 
+    /// Starts counting the values of `observer.column` of every tuple query `q` processes
+    /// (replacing any earlier such observer); `QuerySnapshot::processed_values` reports them.
+    pub fn observe_processed_values(&mut self, q: usize, observer: ValueObserver) {
+        self.queries[q].processed_values = Some(observer);
+    }
+
     /// The counts of a value observer, to read and then age (`decay_values`).
     pub fn value_counts(&self, stream: usize, observer: usize) -> &ValueObserver {
         &self.streams[stream].observers[observer]

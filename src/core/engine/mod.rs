@@ -87,6 +87,9 @@ struct QueryState {
     /// Results not yet emitted.
     out: Output,
     stats: QueryStats,
+    /// Counts the values of one field of every tuple the pipeline processes (what was
+    /// delivered, after every drop): the experiment's measure of value utility kept.
+    processed_values: Option<ValueObserver>,
 }
 
 /// What one scheduler turn did.
@@ -164,6 +167,7 @@ impl Engine {
                 }),
                 drop: DropPoint::new(mix(config.seed, 2 + 2 * qi as u64)),
                 stats: QueryStats::default(),
+                processed_values: None,
                 def,
             });
         }
@@ -283,6 +287,9 @@ impl Engine {
         let qi = self.scheduler.pick(&self.views, now)?;
         let q = &mut self.queries[qi];
         let item = q.queue.pop()?;
+        if let Some(o) = &mut q.processed_values {
+            observe(o, &item.batch);
+        }
         q.pipeline
             .process(&item.batch, item.keep, item.value_keep, &mut q.out);
         q.stats.processed += item.batch.len() as u64;
@@ -357,6 +364,10 @@ impl Engine {
                     p50: h.value_at_quantile(0.5) as Nanos,
                     p99: h.value_at_quantile(0.99) as Nanos,
                     max: h.max() as Nanos,
+                    processed_values: q
+                        .processed_values
+                        .as_ref()
+                        .map_or_else(Vec::new, |o| o.counts.clone()),
                 }
             })
             .collect();

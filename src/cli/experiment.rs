@@ -1,0 +1,175 @@
+//! `spillway experiment`: runs a workload under several policies plus the exact and
+//! optimum references and writes the report, CSV files and plots into `--out`. Progress
+//! goes to stderr (hidden when stderr is not a terminal); bad input exits with code 2.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use clap::Args;
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+
+use super::{Failure, load_workload};
+use crate::experiment::{self, NamedPolicy, Setup, plots, report};
+use crate::spec::{DEFAULT_EXPERIMENT_POLICIES, Policy, load_policy, parse_duration, parse_policy};
+
+#[derive(Args, Debug)]
+pub struct ExperimentArgs {
+    /// The workload YAML file.
+    pub workload: PathBuf,
+    /// Policies to compare, comma-separated: built-in kinds (none, tail-drop, random,
+    /// semantic, window-aware) or policy files (`.yaml`). Default: the workload's
+    /// `experiment.policies`, else none,random,semantic.
+    #[arg(long, value_delimiter = ',')]
+    pub policies: Option<Vec<String>>,
+    /// Directory for report.md, results.csv, timeseries.csv and the SVG plots.
+    #[arg(long, value_name = "DIR", default_value = "experiment-out")]
+    pub out: PathBuf,
+    /// Run the policies live on the wall clock (the references stay simulated).
+    #[arg(long)]
+    pub live: bool,
+    /// Runs per policy, each with the next seed (default: the workload's
+    /// `experiment.repeat`, else 1).
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=1000))]
+    pub repeat: Option<u32>,
+    /// First seed (default: the workload's `seed`).
+    #[arg(long)]
+    pub seed: Option<u64>,
+    /// Run for this long instead of the workload's duration (e.g. 5s).
+    #[arg(long, value_parser = parse_duration)]
+    pub duration: Option<i64>,
+}
+
+/// A policy by built-in kind name or file path; files named in the workload are relative
+/// to it.
+fn policy(name: &str, relative_to: Option<&Path>) -> Result<NamedPolicy, Failure> {
+    let is_file = name.ends_with(".yaml") || name.ends_with(".yml") || name.contains('/');
+    if !is_file {
+        let p = if name == "none" {
+            Policy::none()
+        } else {
+            parse_policy(&format!("kind: {name}\n"), name).map_err(|_| {
+                Failure::BadInput(format!(
+                    "unknown policy `{name}`: use none, tail-drop, random, semantic, window-aware, or a policy file ending in .yaml"
+                ))
+            })?
+        };
+        return Ok(NamedPolicy {
+            label: name.into(),
+            policy: Policy {
+                name: name.into(),
+                ..p
+            },
+        });
+    }
+    let path = match relative_to {
+        Some(dir) if Path::new(name).is_relative() => dir.join(name),
+        _ => PathBuf::from(name),
+    };
+    let p = load_policy(&path).map_err(|e| Failure::BadInput(e.to_string()))?;
+    Ok(NamedPolicy {
+        label: Path::new(name)
+            .file_stem()
+            .map_or(name.into(), |s| s.to_string_lossy().into_owned()),
+        policy: p,
+    })
+}
+
+pub fn experiment(args: ExperimentArgs) -> Result<ExitCode, Failure> {
+    let w = load_workload(&args.workload)?;
+    let block = w.experiment.as_ref();
+    let policies = match (&args.policies, block) {
+        (Some(p), _) => p
+            .iter()
+            .map(|n| policy(n.trim(), None))
+            .collect::<Result<Vec<_>, _>>()?,
+        (None, Some(b)) => b
+            .policies
+            .iter()
+            .map(|n| policy(n, args.workload.parent()))
+            .collect::<Result<Vec<_>, _>>()?,
+        (None, None) => DEFAULT_EXPERIMENT_POLICIES
+            .iter()
+            .map(|n| policy(n, None))
+            .collect::<Result<Vec<_>, _>>()?,
+    };
+    let mut labels: Vec<&str> = policies.iter().map(|p| p.label.as_str()).collect();
+    labels.sort_unstable();
+    if let Some(w) = labels.windows(2).find(|w| w[0] == w[1]) {
+        return Err(Failure::BadInput(format!(
+            "policy `{}` is listed twice",
+            w[0]
+        )));
+    }
+    if labels.iter().any(|l| *l == "exact" || *l == "optimum") {
+        return Err(Failure::BadInput(
+            "`exact` and `optimum` are the experiment's references, not policies".into(),
+        ));
+    }
+    if args.out.exists() && !args.out.is_dir() {
+        return Err(Failure::BadInput(format!(
+            "--out {}: not a directory",
+            args.out.display()
+        )));
+    }
+    let setup = Setup {
+        policies,
+        repeat: args.repeat.or(block.map(|b| b.repeat)).unwrap_or(1),
+        seed: args.seed.unwrap_or(w.seed),
+        live: args.live,
+        duration: args.duration,
+    };
+    let total = setup.repeat as u64 * (1 + setup.policies.len() as u64);
+    let bar = ProgressBar::with_draw_target(Some(total), ProgressDrawTarget::stderr());
+    bar.set_style(
+        ProgressStyle::with_template("{bar:30} {pos}/{len} runs  {msg}")
+            .unwrap_or_else(|_| ProgressStyle::default_bar()),
+    );
+    let mut started = 0;
+    let outcome = experiment::run(&w, &setup, &mut |label| {
+        if started > 0 {
+            bar.inc(1);
+        }
+        started += 1;
+        bar.set_message(label.to_string());
+    })
+    .map_err(|e| match e {
+        experiment::ExperimentError::Io(e) => Failure::Other(e.into()),
+        other => Failure::BadInput(format!("{}: {other}", args.workload.display())),
+    })?;
+    bar.finish_and_clear();
+    std::fs::create_dir_all(&args.out)?;
+    let command = std::env::args()
+        .map(|a| {
+            Path::new(&a)
+                .file_name()
+                .filter(|_| a.ends_with("spillway"))
+                .map_or(a.clone(), |f| f.to_string_lossy().into_owned())
+        })
+        .collect::<Vec<_>>()
+        .join(" ");
+    let out = &args.out;
+    report::write_results(&outcome, &out.join("results.csv"))?;
+    report::write_timeseries(&outcome, &out.join("timeseries.csv"))?;
+    std::fs::write(
+        out.join("report.md"),
+        report::report_markdown(&outcome, &command),
+    )?;
+    let plot = |r: Result<(), Box<dyn std::error::Error>>, name: &str| {
+        r.map_err(|e| Failure::Other(anyhow::anyhow!("cannot draw {name}: {e}")))
+    };
+    plot(
+        plots::latency(&outcome, &out.join("latency.svg")),
+        "latency.svg",
+    )?;
+    plot(plots::keep(&outcome, &out.join("keep.svg")), "keep.svg")?;
+    plot(
+        plots::utility(&outcome, &out.join("utility.svg")),
+        "utility.svg",
+    )?;
+    plot(
+        plots::error_cdf(&outcome, &out.join("error_cdf.svg")),
+        "error_cdf.svg",
+    )?;
+    eprintln!("report: {}", out.join("report.md").display());
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,213 @@
+//! `spillway experiment` on the small shipped workload, simulated: figures that could
+//! fail (the exact run's zero error, `none` over target, semantic beating random, the
+//! optimum bounding every shedding policy), determinism, and the files a user opens.
+
+use std::path::Path;
+use std::process::Command;
+
+use spillway::experiment::figures::Row;
+use spillway::experiment::{self, NamedPolicy, Outcome, Setup, report};
+use spillway::spec::{Policy, load_file, parse_policy};
+
+fn named(kind: &str) -> NamedPolicy {
+    let policy = if kind == "none" {
+        Policy::none()
+    } else {
+        parse_policy(&format!("kind: {kind}\n"), kind).unwrap()
+    };
+    NamedPolicy {
+        label: kind.into(),
+        policy,
+    }
+}
+
+/// Two seconds of the shipped experiment workload (2x capacity) under three policies.
+fn small() -> Outcome {
+    let w = load_file("workloads/experiment.yaml").unwrap();
+    let setup = Setup {
+        policies: ["none", "random", "semantic"].map(named).to_vec(),
+        repeat: 1,
+        seed: w.seed,
+        live: false,
+        duration: Some(2_000_000_000),
+    };
+    experiment::run(&w, &setup, &mut |_| {}).unwrap()
+}
+
+fn row<'a>(o: &'a Outcome, policy: &str, query: &str) -> &'a Row {
+    o.rows
+        .iter()
+        .find(|r| r.policy == policy && r.query == query)
+        .unwrap_or_else(|| panic!("no row {policy}/{query}"))
+}
+
+#[test]
+fn figures_of_a_simulated_experiment() {
+    let o = small();
+    // The exact run against itself: every window matched, no error at all.
+    let exact = row(&o, "exact", "per_city");
+    assert_eq!(exact.get("rel_error_max"), 0.0);
+    assert_eq!(exact.get("missing_rows"), 0.0);
+    assert_eq!(exact.get("extra_rows"), 0.0);
+    assert!(exact.get("exact_rows") >= 8.0, "4 cities x 2 windows");
+    assert_eq!(row(&o, "exact", "alerts").get("missing_rows"), 0.0);
+
+    // `none` sheds nothing, keeps all utility, and is over target at 2x capacity.
+    for q in ["alerts", "per_city"] {
+        let none = row(&o, "none", q);
+        assert_eq!(none.get("shed_share"), 0.0);
+        assert_eq!(none.get("value_utility"), 1.0);
+        assert_eq!(none.get("rel_error_max").max(0.0), 0.0);
+    }
+    let none_alerts = row(&o, "none", "alerts");
+    assert!(none_alerts.get("latency_p99_ms") > 500.0);
+    assert!(none_alerts.get("over_target_share") > 0.5);
+    assert_eq!(row(&o, "none", "all").get("holds_target"), 0.0);
+
+    // The shedding policies hold their targets and shed about half.
+    for p in ["random", "semantic"] {
+        let all = row(&o, p, "all");
+        assert_eq!(all.get("holds_target"), 1.0, "{p}");
+        let alerts = row(&o, p, "alerts");
+        assert!(alerts.get("shed_share") > 0.3, "{p}: {alerts:?}");
+        assert!(alerts.get("latency_p99_ms") <= 100.0, "{p}: {alerts:?}");
+    }
+    assert!(row(&o, "random", "alerts").get("shed_random_share") > 0.3);
+    assert!(row(&o, "semantic", "alerts").get("shed_semantic_share") > 0.3);
+
+    // Value-skewed input: semantic keeps far more of the alert utility than random.
+    let sem = row(&o, "semantic", "all").get("weighted_utility");
+    let rnd = row(&o, "random", "all").get("weighted_utility");
+    assert!(sem >= 1.3 * rnd, "semantic {sem} vs random {rnd}");
+    assert!(
+        row(&o, "semantic", "alerts").get("value_utility")
+            > row(&o, "random", "alerts").get("value_utility")
+    );
+
+    // The optimum bounds every policy that stays within capacity, and semantic is close.
+    let opt = row(&o, "optimum", "all").get("weighted_utility");
+    assert!(opt < 1.0);
+    assert!(
+        opt >= sem && opt >= rnd,
+        "optimum {opt}, semantic {sem}, random {rnd}"
+    );
+    assert!(
+        sem >= 0.9 * opt,
+        "semantic {sem} reaches less than 90% of {opt}"
+    );
+
+    // Random shedding's aggregates carry intervals that mostly cover the exact value.
+    let r = row(&o, "random", "per_city");
+    assert!(r.get("rel_error_mean") > 0.0);
+    let cov = r.get("ci_coverage");
+    assert!(cov > 0.6 && cov <= 1.0, "coverage {cov}");
+    assert_eq!(r.get("missing_rows"), 0.0);
+}
+
+#[test]
+fn the_same_simulated_experiment_writes_the_same_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let write = |o: &Outcome, tag: &str| {
+        let r = dir.path().join(format!("results-{tag}.csv"));
+        let t = dir.path().join(format!("timeseries-{tag}.csv"));
+        report::write_results(o, &r).unwrap();
+        report::write_timeseries(o, &t).unwrap();
+        (std::fs::read(r).unwrap(), std::fs::read(t).unwrap())
+    };
+    let a = write(&small(), "a");
+    let b = write(&small(), "b");
+    assert!(a.0 == b.0, "results.csv differs between two runs");
+    assert!(a.1 == b.1, "timeseries.csv differs between two runs");
+}
+
+fn spillway() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_spillway"))
+}
+
+fn csv_rows(path: &Path) -> (Vec<String>, usize) {
+    let mut r = csv::Reader::from_path(path).unwrap();
+    let header = r.headers().unwrap().iter().map(String::from).collect();
+    let records: Vec<csv::StringRecord> = r.records().map(|x| x.unwrap()).collect();
+    let n = records.len();
+    (header, n)
+}
+
+#[test]
+fn the_command_writes_report_csv_and_plots() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = spillway()
+        .args([
+            "experiment",
+            "workloads/experiment.yaml",
+            "--duration",
+            "2s",
+        ])
+        .args(["--policies", "random,semantic", "--out"])
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(err.contains("report.md"), "{err}");
+    let d = dir.path();
+    // exact, random, semantic, optimum x (2 queries + all).
+    let (header, n) = csv_rows(&d.join("results.csv"));
+    assert_eq!(&header[..3], ["policy", "query", "runs"]);
+    assert!(header.contains(&"share_of_optimum".to_string()));
+    assert!(header.contains(&"ci_coverage_sd".to_string()));
+    assert_eq!(n, 4 * 3);
+    let (header, n) = csv_rows(&d.join("timeseries.csv"));
+    assert_eq!(header[..4], ["policy", "repeat", "t_s", "query"]);
+    // 3 runs x 2 queries x (20 ticks + the final one), at least.
+    assert!(n >= 3 * 2 * 20, "{n} rows");
+    let md = std::fs::read_to_string(d.join("report.md")).unwrap();
+    assert!(md.contains("| semantic |"), "{md}");
+    assert!(md.contains("## Winners"), "{md}");
+    for (file, names) in [
+        (
+            "latency.svg",
+            &["random", "semantic", "target", "input rate"][..],
+        ),
+        ("keep.svg", &["random", "semantic"][..]),
+        ("utility.svg", &["semantic", "offline optimum"][..]),
+        ("error_cdf.svg", &["random", "relative error"][..]),
+    ] {
+        let svg = std::fs::read_to_string(d.join(file)).unwrap();
+        assert!(
+            svg.starts_with("<svg") && svg.trim_end().ends_with("</svg>"),
+            "{file}"
+        );
+        for n in names {
+            assert!(svg.contains(n), "{file} lacks `{n}`");
+        }
+    }
+}
+
+#[test]
+fn bad_experiment_input_exits_2() {
+    for args in [
+        &[
+            "experiment",
+            "workloads/experiment.yaml",
+            "--policies",
+            "bogus",
+        ][..],
+        &["experiment", "no/such/workload.yaml"][..],
+        &["experiment", "workloads/experiment.yaml", "--repeat", "0"][..],
+        &[
+            "experiment",
+            "workloads/experiment.yaml",
+            "--policies",
+            "random,random",
+        ][..],
+        &[
+            "experiment",
+            "tests/fixtures/bad/simulated_without_costs.yaml",
+        ][..],
+    ] {
+        let out = spillway().args(args).output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(!err.contains("panicked"), "{err}");
+    }
+}
