@@ -4,6 +4,7 @@
 mod bench;
 mod calibrate;
 mod check;
+mod produce;
 mod run;
 
 use std::process::ExitCode;
@@ -30,6 +31,9 @@ enum Command {
     /// Measure each query's cost per tuple on this machine, printed as `cost:` settings
     /// for simulated mode.
     Calibrate(calibrate::CalibrateArgs),
+    /// Send lines to a TCP source at a rate: a file's lines, or a workload stream's
+    /// generated tuples (a load generator for `source: {tcp: ...}`).
+    Produce(produce::ProduceArgs),
 }
 
 /// A failed command: bad input (exit 2) or an operational failure (exit 1).
@@ -63,6 +67,7 @@ pub fn main() -> ExitCode {
         Command::Check(a) => check::check(a),
         Command::Bench(a) => bench::bench(a),
         Command::Calibrate(a) => calibrate::calibrate(a),
+        Command::Produce(a) => produce::produce(a),
     };
     match result {
         Ok(code) => code,
