@@ -144,6 +144,7 @@ pub fn bench(args: BenchArgs) -> Result<ExitCode, Failure> {
         args.tuples,
         generation,
     );
+    super::bench_ingest::bench_ingest(args.tuples / 5)?;
     Ok(ExitCode::SUCCESS)
 }
 

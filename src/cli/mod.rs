@@ -2,6 +2,7 @@
 //! only here; bad input exits with code 2, other failures with 1.
 
 mod bench;
+mod bench_ingest;
 mod calibrate;
 mod check;
 mod produce;

@@ -138,12 +138,13 @@ impl LineParser {
         let text = std::str::from_utf8(line).map_err(|e| LineError::Utf8(e.valid_up_to()))?;
         let r = match self.format {
             LineFormat::Jsonl => self.json_row(text, &mut out.columns),
-            LineFormat::Csv => {
-                let mut csv = std::mem::take(&mut self.csv);
-                let r = csv.row(self, text.as_bytes(), &mut out.columns);
-                self.csv = csv;
-                r
-            }
+            LineFormat::Csv => self.csv.row(
+                &self.types,
+                &self.csv_order,
+                &mut self.strings,
+                text.as_bytes(),
+                &mut out.columns,
+            ),
         };
         match r {
             Ok(()) => {
@@ -156,10 +157,16 @@ impl LineParser {
             }
         }
     }
+}
 
-    /// Pushes `text` as a value of field `i` into `col`; false if it does not parse.
-    pub(super) fn push_text(&mut self, i: usize, text: &str, col: &mut Column) -> bool {
-        let ty = self.types[i];
+/// Pushes `text` as a value of type `ty` into `col`; false if it does not parse.
+pub(super) fn push_text(
+    ty: DataType,
+    strings: &mut Interner,
+    text: &str,
+    col: &mut Column,
+) -> bool {
+    {
         match (col, ty) {
             (Column::Int(c), DataType::Timestamp) => match parse_timestamp(text) {
                 Some(v) => c.push(v),
@@ -178,7 +185,7 @@ impl LineParser {
                 t if t.eq_ignore_ascii_case("false") => c.push(false),
                 _ => return false,
             },
-            (Column::Str(c), _) => c.push(self.strings.get(text)),
+            (Column::Str(c), _) => c.push(strings.get(text)),
         }
         true
     }
@@ -193,5 +200,106 @@ fn truncate(columns: &mut [Column], rows: usize) {
             Column::Str(v) => v.truncate(rows),
             Column::Bool(v) => v.truncate(rows),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::core::schema::{Field, Scalar};
+
+    fn schema() -> Schema {
+        let f = |n: &str, ty| Field { name: n.into(), ty };
+        Schema::new(vec![
+            f("sensor", DataType::Int),
+            f("temp", DataType::Float),
+            f("city", DataType::Str),
+            f("ts", DataType::Timestamp),
+        ])
+    }
+
+    fn parse(format: LineFormat, lines: &[&str]) -> (Batch, Vec<String>) {
+        let s = schema();
+        let mut p = LineParser::new(&s, format);
+        let mut b = Batch::new(&s.types(), 8);
+        let mut errors = Vec::new();
+        for l in lines {
+            if let Err(e) = p.parse_into(l.as_bytes(), 5, &mut b) {
+                errors.push(ShowError(&e, &s).to_string());
+            }
+            assert!(b.is_consistent());
+        }
+        (b, errors)
+    }
+
+    #[test]
+    fn csv_records_parse_with_quotes_and_bad_ones_leave_the_batch_unchanged() {
+        let (b, errors) = parse(
+            LineFormat::Csv,
+            &[
+                "1,2.5,oslo,17",
+                "2,-3,\"a, \"\"quoted\"\" city\",2026-01-01T00:00:00Z",
+                "3,x,oslo,1",
+                "4,1.0,oslo",
+                "5,1.0,oslo,1,extra",
+            ],
+        );
+        assert_eq!(b.len(), 2);
+        assert_eq!(
+            b.row(1, &schema().types()),
+            vec![
+                Scalar::Int(2),
+                Scalar::Float(-3.0),
+                Scalar::Str("a, \"quoted\" city".into()),
+                Scalar::Timestamp(1_767_225_600_000_000_000),
+            ]
+        );
+        assert_eq!(
+            errors,
+            vec![
+                "field `temp` is not a valid float",
+                "3 CSV fields, expected 4",
+                "5 CSV fields, expected 4",
+            ]
+        );
+    }
+
+    #[test]
+    fn json_objects_parse_by_key_and_every_kind_of_bad_one_is_named() {
+        let (b, errors) = parse(
+            LineFormat::Jsonl,
+            &[
+                r#"{"ts":17,"city":"oslo","temp":2,"sensor":1,"other":[1,{}]}"#,
+                r#"{"sensor":1,"temp":2.0,"city":"oslo"}"#,
+                r#"{"sensor":1.5,"temp":2.0,"city":"oslo","ts":1}"#,
+                r#"{"sensor":1,"sensor":1,"temp":2.0,"city":"oslo","ts":1}"#,
+                r#"[1,2]"#,
+                r#"{"sensor":1,"temp":2.0,"city":"oslo","ts":"yesterday"}"#,
+            ],
+        );
+        assert_eq!(b.len(), 1);
+        assert_eq!(
+            b.row(0, &schema().types()),
+            vec![
+                Scalar::Int(1),
+                Scalar::Float(2.0),
+                Scalar::Str("oslo".into()),
+                Scalar::Timestamp(17)
+            ]
+        );
+        assert_eq!(errors.len(), 5, "{errors:?}");
+        assert!(errors[0].contains("missing field `ts`"), "{}", errors[0]);
+        assert!(
+            errors[1].contains("an integer for field `sensor`"),
+            "{}",
+            errors[1]
+        );
+        assert!(
+            errors[2].contains("field `sensor` given twice"),
+            "{}",
+            errors[2]
+        );
+        assert!(errors[3].contains("JSON object"), "{}", errors[3]);
+        assert!(errors[4].contains("RFC 3339"), "{}", errors[4]);
     }
 }

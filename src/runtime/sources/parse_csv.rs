@@ -4,20 +4,15 @@
 
 use csv_core::{ReadRecordResult, Reader};
 
-use super::parse::{LineError, LineParser};
+use super::parse::{Interner, LineError, push_text};
 use crate::core::batch::Column;
+use crate::core::schema::DataType;
 
 /// The reusable state of CSV parsing: the reader and its output buffers.
 pub struct CsvRecord {
     reader: Reader,
     out: Vec<u8>,
     ends: Vec<usize>,
-}
-
-impl Default for CsvRecord {
-    fn default() -> CsvRecord {
-        CsvRecord::new(1)
-    }
 }
 
 impl CsvRecord {
@@ -30,14 +25,17 @@ impl CsvRecord {
         }
     }
 
-    /// Parses `line` as one record of `p`'s schema into `columns`.
+    /// Parses `line` as one record into `columns`: CSV column `j` holds field `order[j]`,
+    /// of type `types[order[j]]`.
     pub fn row(
         &mut self,
-        p: &mut LineParser,
+        types: &[DataType],
+        order: &[usize],
+        strings: &mut Interner,
         line: &[u8],
         columns: &mut [Column],
     ) -> Result<(), LineError> {
-        let want = p.types.len();
+        let want = types.len();
         if self.out.len() < line.len() {
             self.out.resize(line.len(), 0);
         }
@@ -92,14 +90,13 @@ impl CsvRecord {
             return Err(LineError::FieldCount { got: nends, want });
         }
         let mut start = 0;
-        for j in 0..want {
-            let (i, end) = (p.csv_order[j], self.ends[j]);
+        for (&i, &end) in order.iter().zip(&self.ends[..want]) {
             let text = std::str::from_utf8(&self.out[start..end])
                 .map_err(|e| LineError::Utf8(start + e.valid_up_to()))?;
-            if !p.push_text(i, text, &mut columns[i]) {
+            if !push_text(types[i], strings, text, &mut columns[i]) {
                 return Err(LineError::Value {
                     field: i,
-                    ty: p.types[i],
+                    ty: types[i],
                 });
             }
             start = end;
