@@ -239,7 +239,7 @@ queries:
         route: vec![Some(0), Some(1)],
         files: Vec::new(),
     };
-    let mut sources = sources_for(&w);
+    let mut sources = sources_for(&w).unwrap();
     sources[1] = Box::new(Silent);
     let runtime = shell_runtime().unwrap();
     let mut outputs = Outputs::new(&mut sinks, 2);

@@ -179,6 +179,7 @@ pub fn bench(args: BenchArgs) -> Result<ExitCode, Failure> {
         args.tuples,
         generation,
     );
+    super::bench_ingest::bench_ingest(args.tuples / 5)?;
     Ok(ExitCode::SUCCESS)
 }
 

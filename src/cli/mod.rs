@@ -2,9 +2,11 @@
 //! only here; bad input exits with code 2, other failures with 1.
 
 mod bench;
+mod bench_ingest;
 mod calibrate;
 mod check;
 mod experiment;
+mod produce;
 mod run;
 
 use std::process::ExitCode;
@@ -34,6 +36,9 @@ enum Command {
     /// Run a workload under several policies side by side, against the exact answer and
     /// the offline optimum; writes report.md, CSV files and SVG plots.
     Experiment(experiment::ExperimentArgs),
+    /// Send lines to a TCP source at a rate: a file's lines, or a workload stream's
+    /// generated tuples (a load generator for `source: {tcp: ...}`).
+    Produce(produce::ProduceArgs),
 }
 
 /// A failed command: bad input (exit 2) or an operational failure (exit 1).
@@ -68,6 +73,7 @@ pub fn main() -> ExitCode {
         Command::Bench(a) => bench::bench(a),
         Command::Calibrate(a) => calibrate::calibrate(a),
         Command::Experiment(a) => experiment::experiment(a),
+        Command::Produce(a) => produce::produce(a),
     };
     match result {
         Ok(code) => code,

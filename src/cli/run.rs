@@ -147,7 +147,7 @@ pub fn run(args: RunArgs) -> Result<ExitCode, Failure> {
             LiveRun {
                 workload: &w,
                 policy,
-                sources: sources_for(&w),
+                sources: sources_for(&w)?,
                 duration: args.duration,
                 stop: stop.clone(),
             },

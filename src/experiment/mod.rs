@@ -108,8 +108,12 @@ pub fn reseed(w: &Workload, seed: u64) -> Workload {
     let mut w = w.clone();
     w.seed = seed;
     for (i, s) in w.streams.iter_mut().enumerate() {
-        let SourceKind::Generator(g) = &mut s.source.kind;
-        g.seed = mix_seed(seed, i as u64);
+        match &mut s.source.kind {
+            SourceKind::Generator(g) => g.seed = mix_seed(seed, i as u64),
+            SourceKind::Nexmark(n) => n.seed = mix_seed(seed, i as u64),
+            // Outside input is what it is; experiments on it need `--live` anyway.
+            SourceKind::Tcp(_) | SourceKind::Replay(_) => {}
+        }
     }
     w
 }
@@ -219,7 +223,7 @@ fn live(
     let run = LiveRun {
         workload: w,
         policy,
-        sources: sources_for(w),
+        sources: sources_for(w)?,
         duration,
         stop: StopHandle::new(),
     };

@@ -3,6 +3,7 @@
 //! tuples, whatever the batch sizes and however the run is sliced into calls.
 
 mod field;
+pub mod nexmark;
 mod rate;
 mod sampler;
 mod stream;

@@ -107,8 +107,8 @@ pub fn sinks_for(w: &Workload, out_dir: Option<&Path>) -> io::Result<Sinks> {
     })
 }
 
-/// The source of each stream of `w`, in stream order.
-pub fn sources_for(w: &Workload) -> Vec<Box<dyn Source>> {
+/// The source of each stream of `w`, in stream order (listeners bound, files open).
+pub fn sources_for(w: &Workload) -> io::Result<Vec<Box<dyn Source>>> {
     w.streams.iter().map(source_for).collect()
 }
 
@@ -141,7 +141,7 @@ pub fn run_headless(
     let run = LiveRun {
         workload: w,
         policy,
-        sources: sources_for(w),
+        sources: sources_for(w)?,
         duration,
         stop: StopHandle::new(),
     };

@@ -26,5 +26,7 @@ pub mod simulated;
 pub mod sink;
 #[cfg(feature = "shell")]
 pub mod source;
+#[cfg(feature = "shell")]
+pub mod sources;
 pub mod status;
 pub mod stop;

@@ -46,6 +46,12 @@ impl SimSettings {
         if !missing.is_empty() {
             return Err(SimError::MissingCost(missing.join(", ")));
         }
+        if let Some(s) = w.streams.iter().find(|s| s.generator().is_none()) {
+            return Err(SimError::NotGenerated(
+                s.name.clone(),
+                s.source.kind.label(),
+            ));
+        }
         if let Some(s) = w.streams.iter().find(|s| {
             s.generator().is_some_and(|g| g.rate.is_unlimited()) && s.source.flow == Flow::Push
         }) {
@@ -72,6 +78,10 @@ pub enum SimError {
         "stream `{0}` has rate `unlimited` with `flow: push`, which has no meaning on virtual time; give it a rate, or `flow: pull` (it then offers what the engine takes)"
     )]
     UnlimitedRate(String),
+    #[error(
+        "stream `{0}` has a `{1}` source, which reads the outside world on the wall clock; simulated mode runs generated streams only: run it live, or give the stream a `generator`"
+    )]
+    NotGenerated(String, &'static str),
     #[error("simulated mode needs a `duration` (in the workload or --duration)")]
     NoDuration,
 }
@@ -136,10 +146,19 @@ pub fn run_simulated(
         .streams
         .iter()
         .map(|s| {
-            let SourceKind::Generator(g) = &s.source.kind;
+            // `from_workload` admits generated streams only; any other offers nothing.
+            let g = match &s.source.kind {
+                SourceKind::Generator(g) => g.clone(),
+                _ => GeneratorSpec {
+                    rate: crate::generator::RateProfile::Constant(0.0),
+                    fields: Vec::new(),
+                    count: Some(0),
+                    seed: 0,
+                },
+            };
             Source {
                 generator: StreamGenerator::new(&s.schema, g.fields.clone(), g.seed),
-                spec: g.clone(),
+                spec: g,
                 flow: s.source.flow,
                 types: s.schema.types(),
                 sent: 0,

@@ -157,11 +157,16 @@ pub fn spawn(
     }
 }
 
-/// The source a stream's spec describes.
-pub fn source_for(spec: &StreamSpec) -> Box<dyn Source> {
-    match &spec.source.kind {
+/// The source a stream's spec describes. Listeners bind and files open here, so a busy
+/// address or a missing file fails before the run starts.
+pub fn source_for(spec: &StreamSpec) -> std::io::Result<Box<dyn Source>> {
+    use super::sources::{nexmark::NexmarkSource, replay::ReplaySource, tcp::TcpSource};
+    Ok(match &spec.source.kind {
         SourceKind::Generator(g) => Box::new(GeneratorSource::new(spec, g)),
-    }
+        SourceKind::Tcp(t) => Box::new(TcpSource::bind(spec, t)?),
+        SourceKind::Replay(r) => Box::new(ReplaySource::open(spec, r)?),
+        SourceKind::Nexmark(n) => Box::new(NexmarkSource::new(spec, n)),
+    })
 }
 
 /// Generates a stream at its rate profile on the wall clock: every millisecond it sends

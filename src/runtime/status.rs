@@ -286,6 +286,17 @@ impl Observer for StatusObserver {
                 ms(*latency),
                 ms(*target)
             )),
+            // A notice that is not a malformed input (a refused connection).
+            Event::Malformed {
+                at,
+                stream,
+                count: 0,
+                sample,
+            } => self.line(&format!(
+                "[{:>6.1}s] stream {}: {sample}\n",
+                *at as f64 / 1e9,
+                self.streams.get(*stream).map_or("?", |s| s.as_str()),
+            )),
             Event::Malformed {
                 at,
                 stream,

@@ -3,6 +3,7 @@
 //! out on its own whenever it is valid, so queries can be checked against it regardless.
 
 use super::build_field::build_field;
+use super::build_source::{build_io_stream, check_one_kind};
 use super::config::{FlowConfig, GeneratorConfig, StreamConfig};
 use super::de_named::NamedMap;
 use super::distribution::{FieldConfig, RateConfig};
@@ -130,16 +131,17 @@ pub(crate) fn build_stream(
         }
         (Some(s), false) => {
             let sp = join(&path, "source");
+            if !check_one_kind(diag, &sp, s) {
+                return None;
+            }
             match &s.generator {
                 Some(g) => (
                     sp.clone(),
                     Some(s),
                     GenRef::Block(g, join(&sp, "generator")),
                 ),
-                None => {
-                    diag.at(&sp, "a source needs a kind, e.g. `generator: {rate: 1000}`");
-                    return None;
-                }
+                // tcp, replay or nexmark.
+                None => return build_io_stream(diag, name, &sp, s, schema, workload_seed),
             }
         }
         (None, true) => match &config.rate {

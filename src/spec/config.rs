@@ -27,6 +27,7 @@
 
 use serde::Deserialize;
 
+use super::config_io::{NexmarkConfig, ReplayConfig, TcpConfig};
 use super::de_named::NamedMap;
 use super::distribution::{FieldConfig, RateConfig};
 use super::duration::DurationConfig;
@@ -175,19 +176,29 @@ pub struct StreamConfig {
     pub fields: Option<NamedMap<FieldConfig>>,
 }
 
-/// `streams.<name>.source:` one kind of source (today `generator`), plus how it meets a
-/// full engine and how long it may stay silent.
+/// `streams.<name>.source:` exactly one kind of source (`generator`, `tcp`, `replay` or
+/// `nexmark`), plus how it meets a full engine and how long it may stay silent.
 #[derive(Clone, Debug, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct SourceConfig {
     /// Tuples drawn from seeded distributions at a rate profile.
     #[serde(default)]
     pub generator: Option<GeneratorConfig>,
+    /// Lines from TCP connections: see `TcpConfig`.
+    #[serde(default)]
+    pub tcp: Option<TcpConfig>,
+    /// Lines of a file, replayed: see `ReplayConfig`.
+    #[serde(default)]
+    pub replay: Option<ReplayConfig>,
+    /// One stream of the Nexmark auction benchmark: see `NexmarkConfig`.
+    #[serde(default)]
+    pub nexmark: Option<NexmarkConfig>,
     /// `push`: the producer cannot be slowed; when the engine's queues are full the
     /// overflow is shed or counted as `queue-full` (sensors, sockets, paced generators).
     /// `pull`: the source waits while the queues of the stream's queries are full, so
     /// nothing is lost and memory stays bounded (replays, benchmark firehoses).
-    /// Default: `pull` for an `unlimited` generator, `push` otherwise.
+    /// Default: `push` for `tcp` and paced sources; `pull` for an `unlimited` generator or
+    /// nexmark stream and for a `replay` without `timestamps` or `rate`.
     #[serde(default)]
     pub flow: Option<FlowConfig>,
     /// A source whose frontier (the arrival time below which it will send nothing more)

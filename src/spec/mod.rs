@@ -11,8 +11,10 @@
 mod build;
 mod build_field;
 mod build_query;
+mod build_source;
 mod build_stream;
 mod config;
+mod config_io;
 mod de;
 mod de_access;
 mod de_entry;
@@ -25,6 +27,7 @@ mod locate;
 mod policy;
 mod read;
 mod workload;
+mod workload_io;
 
 #[cfg(test)]
 mod tests;
@@ -41,6 +44,7 @@ pub use config::{
     EngineConfig, ExperimentConfig, FlowConfig, GeneratorConfig, QosConfig, QueryConfig,
     SchedulerConfig, SinkConfig, SourceConfig, StreamConfig, ValueConfig, WorkloadConfig,
 };
+pub use config_io::{FormatConfig, NexmarkConfig, NexmarkEventConfig, ReplayConfig, TcpConfig};
 pub use de_named::NamedMap;
 pub use distribution::{
     BurstsConfig, ChoiceConfig, FieldConfig, Literal, NormalConfig, RampConfig, RateConfig,
@@ -53,6 +57,10 @@ pub use workload::{
     DEFAULT_EXPERIMENT_POLICIES, DEFAULT_IDLE_TIMEOUT, EngineSettings, ExperimentSpec, Flow,
     GeneratorSpec, LatencyTarget, Mode, QosSpec, QuerySpec, SchedulerKind, SinkSpec, SourceKind,
     SourceSpec, StreamSpec, UtilityCurve, ValueUtility, Workload,
+};
+pub use workload_io::{
+    DEFAULT_LISTEN, DEFAULT_MAX_CONNECTIONS, DEFAULT_MAX_LINE, LineFormat, NexmarkEvent,
+    NexmarkSpec, ReplayPace, ReplaySpec, TcpSpec,
 };
 
 use build_query::Planner;

@@ -11,6 +11,8 @@ use crate::core::schema::{Nanos, Schema};
 use crate::generator::{FieldGen, RateProfile};
 use crate::sql::Catalog;
 
+use super::workload_io::{NexmarkSpec, ReplaySpec, TcpSpec};
+
 pub use crate::core::scheduler::SchedulerKind;
 
 /// A workload ready to run.
@@ -118,6 +120,7 @@ impl StreamSpec {
     pub fn generator(&self) -> Option<&GeneratorSpec> {
         match &self.source.kind {
             SourceKind::Generator(g) => Some(g),
+            SourceKind::Tcp(_) | SourceKind::Replay(_) | SourceKind::Nexmark(_) => None,
         }
     }
 }
@@ -139,6 +142,24 @@ pub const DEFAULT_IDLE_TIMEOUT: Nanos = 1_000_000_000;
 #[derive(Clone, Debug, PartialEq)]
 pub enum SourceKind {
     Generator(GeneratorSpec),
+    /// Lines from TCP connections.
+    Tcp(TcpSpec),
+    /// Lines of a file.
+    Replay(ReplaySpec),
+    /// One stream of the Nexmark auction benchmark.
+    Nexmark(NexmarkSpec),
+}
+
+impl SourceKind {
+    /// `generator`, `tcp`, `replay` or `nexmark`.
+    pub fn label(&self) -> &'static str {
+        match self {
+            SourceKind::Generator(_) => "generator",
+            SourceKind::Tcp(_) => "tcp",
+            SourceKind::Replay(_) => "replay",
+            SourceKind::Nexmark(_) => "nexmark",
+        }
+    }
 }
 
 /// Whether a source can be slowed down when the engine is full.
