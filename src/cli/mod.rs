@@ -4,6 +4,8 @@
 mod bench;
 mod calibrate;
 mod check;
+mod control;
+mod query;
 mod run;
 
 use std::process::ExitCode;
@@ -30,6 +32,9 @@ enum Command {
     /// Measure each query's cost per tuple on this machine, printed as `cost:` settings
     /// for simulated mode.
     Calibrate(calibrate::CalibrateArgs),
+    /// Add, list, show, change or remove queries of a running instance
+    /// (`run --control-addr`), or switch its policy.
+    Query(query::QueryArgs),
 }
 
 /// A failed command: bad input (exit 2) or an operational failure (exit 1).
@@ -63,6 +68,7 @@ pub fn main() -> ExitCode {
         Command::Check(a) => check::check(a),
         Command::Bench(a) => bench::bench(a),
         Command::Calibrate(a) => calibrate::calibrate(a),
+        Command::Query(a) => query::query(a),
     };
     match result {
         Ok(code) => code,

@@ -10,11 +10,11 @@ use super::{Failure, load_workload};
 use crate::runtime::assemble::{Sinks, engine_for, shell_runtime, sinks_for, sources_for};
 use crate::runtime::clock::WallClock;
 use crate::runtime::control::Controller;
-use crate::runtime::live::{LiveRun, run_live};
+use crate::runtime::live::{LiveChanges, LiveRun, run_live_managed};
 use crate::runtime::observe::Observers;
 use crate::runtime::outputs::Outputs;
 use crate::runtime::signals::watch_signals;
-use crate::runtime::simulated::{SimControl, SimSettings, run_simulated};
+use crate::runtime::simulated::{SimControl, SimSettings, run_simulated_script};
 use crate::runtime::status::{self, StatusObserver};
 use crate::runtime::stop::{StopHandle, StopReason};
 use crate::spec::{Mode, Policy, Workload, load_policy, parse_duration};
@@ -38,6 +38,14 @@ pub struct RunArgs {
     /// Load-shedding policy file, instead of the workload's `policy`.
     #[arg(long, value_name = "FILE")]
     pub policy: Option<PathBuf>,
+    /// Serve the control API (add, change, remove queries while running; live runs) on
+    /// this address, e.g. 127.0.0.1:7700. A non-loopback address needs a token.
+    #[arg(long, value_name = "ADDR")]
+    pub control_addr: Option<std::net::SocketAddr>,
+    /// File holding the bearer token the control API requires (default: the
+    /// SPILLWAY_CONTROL_TOKEN environment variable, if set).
+    #[arg(long, value_name = "FILE")]
+    pub control_token_file: Option<PathBuf>,
 }
 
 /// The policy a run uses: `--policy` (relative to the current directory), else the
@@ -87,16 +95,42 @@ pub fn run(args: RunArgs) -> Result<ExitCode, Failure> {
     } else {
         None
     };
+    let changes = super::control::scripted(&args.workload, &w)?;
+    let scripted_adds = w
+        .changes
+        .iter()
+        .any(|c| matches!(c.action, crate::spec::ChangeAction::Add(_)));
+    if args.control_addr.is_some() && scripted_adds {
+        return Err(Failure::BadInput(
+            "--control-addr with scripted `add` changes is not supported yet: add those queries through the API".into(),
+        ));
+    }
+    if simulated && args.control_addr.is_some() {
+        return Err(Failure::BadInput(
+            "--control-addr needs a live run; simulated runs take scripted `changes:`".into(),
+        ));
+    }
     let mut sinks = open_sinks(&w, args.out.as_deref())?;
+    let stdout_sink = sinks.stdout_of(&w, args.out.as_deref());
     // Sources and signal watchers share one small runtime; the engine keeps this thread.
     let runtime = shell_runtime()?;
     let stop = StopHandle::new();
     watch_signals(&runtime, stop.clone());
     let mut status = StatusObserver::new(args.quiet);
     let mut observers = Observers::new(vec![&mut status]);
-    let mut outputs = Outputs::new(&mut sinks, w.queries.len());
+    let live = match settings {
+        None => Some(super::control::live_changes(
+            &runtime,
+            args.control_addr,
+            args.control_token_file.as_deref(),
+            args.out.clone(),
+            changes.clone(),
+        )?),
+        Some(_) => None,
+    };
+    let mut outputs = Outputs::new(&mut sinks, w.queries.len()).with_stdout(stdout_sink);
     let summary = match settings {
-        None => run_live(
+        None => run_live_managed(
             LiveRun {
                 workload: &w,
                 policy,
@@ -104,6 +138,10 @@ pub fn run(args: RunArgs) -> Result<ExitCode, Failure> {
                 duration: args.duration,
                 stop: stop.clone(),
             },
+            live.unwrap_or(LiveChanges {
+                script: Vec::new(),
+                inbox: None,
+            }),
             &runtime,
             engine,
             &mut outputs,
@@ -113,7 +151,7 @@ pub fn run(args: RunArgs) -> Result<ExitCode, Failure> {
             let clock = WallClock::start();
             let mut controller =
                 Controller::new(&w, &mut engine, policy, settings.cores, w.engine.tick, 0);
-            let report = run_simulated(
+            let report = run_simulated_script(
                 &w,
                 engine,
                 &settings,
@@ -121,6 +159,7 @@ pub fn run(args: RunArgs) -> Result<ExitCode, Failure> {
                     controller: Some(&mut controller),
                     stop: &stop,
                 },
+                changes,
                 |e| {
                     outputs.write(e);
                     // A reader that went away (`| head`) ends the run, as live.

@@ -75,6 +75,8 @@ pub struct QuerySnapshot {
     pub p50: Nanos,
     pub p99: Nanos,
     pub max: Nanos,
+    /// The query was removed from the run: these are its final counters.
+    pub removed: bool,
 }
 
 impl QuerySnapshot {

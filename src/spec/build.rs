@@ -2,6 +2,7 @@
 //! stream, then every query against the catalog of streams. All problems are reported; a
 //! `Workload` is returned only if there were none.
 
+use super::build_changes::build_changes;
 use super::build_query::{Planner, build_query};
 use super::build_stream::{build_stream, check_identifier, stream_schema};
 use super::config::{EngineConfig, SchedulerConfig};
@@ -76,6 +77,7 @@ pub(crate) fn build(diag: &mut Diagnostics, read: Read, planner: Planner) -> Opt
             );
         }
     }
+    let changes = build_changes(diag, &c.changes, &queries, catalog, planner);
     if !diag.is_empty() {
         return None;
     }
@@ -87,6 +89,7 @@ pub(crate) fn build(diag: &mut Diagnostics, read: Read, planner: Planner) -> Opt
         streams,
         queries,
         policy: c.policy.clone(),
+        changes,
     })
 }
 
@@ -153,7 +156,7 @@ fn build_engine(diag: &mut Diagnostics, e: &EngineConfig) -> EngineSettings {
 
 /// Whether two sink paths name the same file, as far as can be told without the disk
 /// (`out/a.jsonl` and `./out//a.jsonl` do).
-fn same_file(a: &str, b: &str) -> bool {
+pub(crate) fn same_file(a: &str, b: &str) -> bool {
     let norm = |p: &str| -> Vec<String> {
         std::path::Path::new(p)
             .components()

@@ -65,6 +65,9 @@ pub struct WorkloadConfig {
     /// Path of a load-shedding policy file, kept as written (default: no shedding).
     #[serde(default)]
     pub policy: Option<String>,
+    /// Changes to the query set while the workload runs (see `config_changes`).
+    #[serde(default)]
+    pub changes: Vec<super::config_changes::ChangeConfig>,
 }
 
 /// `engine:` how the engine runs.

@@ -9,10 +9,12 @@
 //! which plans the SQL); `locate` turns setting paths into positions. The format is documented field by field in `config` and `distribution`.
 
 mod build;
+mod build_changes;
 mod build_field;
 mod build_query;
 mod build_stream;
 mod config;
+mod config_changes;
 mod de;
 mod de_access;
 mod de_entry;
@@ -24,6 +26,7 @@ mod error;
 mod locate;
 mod policy;
 mod read;
+mod request;
 mod workload;
 
 #[cfg(test)]
@@ -41,6 +44,7 @@ pub use config::{
     EngineConfig, FlowConfig, GeneratorConfig, QosConfig, QueryConfig, SchedulerConfig, SinkConfig,
     SourceConfig, StreamConfig, ValueConfig, WorkloadConfig,
 };
+pub use config_changes::{AddConfig, ChangeConfig, PatchConfig};
 pub use de_named::NamedMap;
 pub use distribution::{
     BurstsConfig, ChoiceConfig, FieldConfig, Literal, NormalConfig, RampConfig, RateConfig,
@@ -49,10 +53,11 @@ pub use distribution::{
 pub use duration::{DurationConfig, parse_duration};
 pub use error::{SpecError, SpecErrors};
 pub use policy::{Policy, PolicyConfig, load_policy, parse_policy};
+pub use request::{RequestError, parse_qos_request, parse_query_request};
 pub use workload::{
-    DEFAULT_IDLE_TIMEOUT, EngineSettings, Flow, GeneratorSpec, LatencyTarget, Mode, QosSpec,
-    QuerySpec, SchedulerKind, SinkSpec, SourceKind, SourceSpec, StreamSpec, UtilityCurve,
-    ValueUtility, Workload,
+    Change, ChangeAction, DEFAULT_IDLE_TIMEOUT, EngineSettings, Flow, GeneratorSpec, LatencyTarget,
+    Mode, QosPatch, QosSpec, QuerySpec, SchedulerKind, SinkSpec, SourceKind, SourceSpec,
+    StreamSpec, UtilityCurve, ValueUtility, Workload,
 };
 
 use build_query::Planner;

@@ -18,7 +18,7 @@ use super::error::{Diagnostics, join};
 
 /// The top-level keys of a workload file, in documentation order.
 const FIELDS: &[&str] = &[
-    "name", "seed", "duration", "engine", "streams", "queries", "policy",
+    "name", "seed", "duration", "engine", "streams", "queries", "policy", "changes",
 ];
 
 /// What could be read of a workload file.
@@ -85,6 +85,7 @@ pub(crate) fn read(diag: &mut Diagnostics) -> Option<Read> {
             streams: NamedMap::default(),
             queries: NamedMap::default(),
             policy: None,
+            changes: Vec::new(),
         },
         partial_streams: Vec::new(),
         schemas_missing: false,
@@ -105,6 +106,7 @@ pub(crate) fn read(diag: &mut Diagnostics) -> Option<Read> {
             }
             "engine" => c.engine = entry(diag, value, "engine").unwrap_or_default(),
             "policy" => c.policy = section(diag, value, "policy").flatten(),
+            "changes" => c.changes = section(diag, value, "changes").unwrap_or_default(),
             "streams" => read_streams(diag, value, &mut out),
             "queries" => {
                 out.config.queries = entries(diag, value, "queries", |diag, v, path| {
@@ -154,7 +156,11 @@ fn section<'a, T: Deserialize<'a>>(
 
 /// Deserializes one entry, reporting the error of each of its keys; what could be read of
 /// it if it failed (see `read_entry`).
-fn entry<T: DeserializeOwned>(diag: &mut Diagnostics, value: &Value, path: &str) -> Option<T> {
+pub(crate) fn entry<T: DeserializeOwned>(
+    diag: &mut Diagnostics,
+    value: &Value,
+    path: &str,
+) -> Option<T> {
     match read_entry(value, path) {
         Ok(t) => Some(t),
         Err(EntryErrors { errors, rest }) => {
@@ -172,7 +178,7 @@ pub(crate) fn report(diag: &mut Diagnostics, e: DeError, fallback: &str) {
 }
 
 /// Reads a mapping of named entries one by one; entries that fail are left out.
-fn entries<T>(
+pub(crate) fn entries<T>(
     diag: &mut Diagnostics,
     value: &Value,
     path: &str,
