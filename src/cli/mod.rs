@@ -5,8 +5,10 @@ mod bench;
 mod bench_ingest;
 mod calibrate;
 mod check;
+mod control;
 mod experiment;
 mod produce;
+mod query;
 mod run;
 
 use std::process::ExitCode;
@@ -39,6 +41,9 @@ enum Command {
     /// Send lines to a TCP source at a rate: a file's lines, or a workload stream's
     /// generated tuples (a load generator for `source: {tcp: ...}`).
     Produce(produce::ProduceArgs),
+    /// Add, list, show, change or remove queries of a running instance
+    /// (`run --control-addr`), or switch its policy.
+    Query(query::QueryArgs),
 }
 
 /// A failed command: bad input (exit 2) or an operational failure (exit 1).
@@ -74,6 +79,7 @@ pub fn main() -> ExitCode {
         Command::Calibrate(a) => calibrate::calibrate(a),
         Command::Experiment(a) => experiment::experiment(a),
         Command::Produce(a) => produce::produce(a),
+        Command::Query(a) => query::query(a),
     };
     match result {
         Ok(code) => code,

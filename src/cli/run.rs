@@ -11,13 +11,13 @@ use super::{Failure, load_workload};
 use crate::runtime::assemble::{Sinks, engine_for, shell_runtime, sinks_for, sources_for};
 use crate::runtime::clock::WallClock;
 use crate::runtime::control::Controller;
-use crate::runtime::live::{LiveRun, run_live};
+use crate::runtime::live::{LiveChanges, LiveRun, run_live_managed};
 use crate::runtime::metrics::{MetricsObserver, MetricsServer, parse_metrics_addr};
 use crate::runtime::observe::{Observer, Observers};
 use crate::runtime::outputs::Outputs;
 use crate::runtime::pace::Pacer;
 use crate::runtime::signals::watch_signals;
-use crate::runtime::simulated::{SimControl, SimSettings, run_simulated};
+use crate::runtime::simulated::{SimControl, SimSettings, run_simulated_script};
 use crate::runtime::status::{self, StatusObserver};
 use crate::runtime::stop::{StopHandle, StopReason};
 use crate::spec::{Mode, Policy, Workload, load_policy, parse_duration};
@@ -53,6 +53,14 @@ pub struct RunArgs {
     /// scraper or a watcher sees the run unfold. Without it a simulated run goes flat out.
     #[arg(long, value_name = "X")]
     pub speed: Option<f64>,
+    /// Serve the control API (add, change, remove queries while running; live runs) on
+    /// this address, e.g. 127.0.0.1:7700. A non-loopback address needs a token.
+    #[arg(long, value_name = "ADDR")]
+    pub control_addr: Option<std::net::SocketAddr>,
+    /// File holding the bearer token the control API requires (default: the
+    /// SPILLWAY_CONTROL_TOKEN environment variable, if set).
+    #[arg(long, value_name = "FILE")]
+    pub control_token_file: Option<PathBuf>,
 }
 
 /// The policy a run uses: `--policy` (relative to the current directory), else the
@@ -117,7 +125,23 @@ pub fn run(args: RunArgs) -> Result<ExitCode, Failure> {
             ));
         }
     };
+    let changes = super::control::scripted(&args.workload, &w)?;
+    let scripted_adds = w
+        .changes
+        .iter()
+        .any(|c| matches!(c.action, crate::spec::ChangeAction::Add(_)));
+    if args.control_addr.is_some() && scripted_adds {
+        return Err(Failure::BadInput(
+            "--control-addr with scripted `add` changes is not supported yet: add those queries through the API".into(),
+        ));
+    }
+    if simulated && args.control_addr.is_some() {
+        return Err(Failure::BadInput(
+            "--control-addr needs a live run; simulated runs take scripted `changes:`".into(),
+        ));
+    }
     let mut sinks = open_sinks(&w, args.out.as_deref())?;
+    let stdout_sink = sinks.stdout_of(&w, args.out.as_deref());
     // Sources and signal watchers share one small runtime; the engine keeps this thread.
     let runtime = shell_runtime()?;
     let stop = StopHandle::new();
@@ -141,9 +165,19 @@ pub fn run(args: RunArgs) -> Result<ExitCode, Failure> {
         list.push(o);
     }
     let mut observers = Observers::new(list);
-    let mut outputs = Outputs::new(&mut sinks, w.queries.len());
+    let live = match settings {
+        None => Some(super::control::live_changes(
+            &runtime,
+            args.control_addr,
+            args.control_token_file.as_deref(),
+            args.out.clone(),
+            changes.clone(),
+        )?),
+        Some(_) => None,
+    };
+    let mut outputs = Outputs::new(&mut sinks, w.queries.len()).with_stdout(stdout_sink);
     let summary = match settings {
-        None => run_live(
+        None => run_live_managed(
             LiveRun {
                 workload: &w,
                 policy,
@@ -151,6 +185,10 @@ pub fn run(args: RunArgs) -> Result<ExitCode, Failure> {
                 duration: args.duration,
                 stop: stop.clone(),
             },
+            live.unwrap_or(LiveChanges {
+                script: Vec::new(),
+                inbox: None,
+            }),
             &runtime,
             engine,
             &mut outputs,
@@ -160,7 +198,7 @@ pub fn run(args: RunArgs) -> Result<ExitCode, Failure> {
             let clock = WallClock::start();
             let mut controller =
                 Controller::new(&w, &mut engine, policy, settings.cores, w.engine.tick, 0);
-            let report = run_simulated(
+            let report = run_simulated_script(
                 &w,
                 engine,
                 &settings,
@@ -168,6 +206,7 @@ pub fn run(args: RunArgs) -> Result<ExitCode, Failure> {
                     controller: Some(&mut controller),
                     stop: &stop,
                 },
+                changes,
                 |e| {
                     outputs.write(e);
                     // A reader that went away (`| head`) ends the run, as live.

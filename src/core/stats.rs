@@ -78,6 +78,8 @@ pub struct QuerySnapshot {
     /// Counts of the processed-value observer (`Engine::observe_processed_values`), in its
     /// bins; empty without one.
     pub processed_values: Vec<u64>,
+    /// The query was removed from the run: these are its final counters.
+    pub removed: bool,
 }
 
 impl QuerySnapshot {

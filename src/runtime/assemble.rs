@@ -56,8 +56,21 @@ pub struct Sinks {
     pub files: Vec<PathBuf>,
 }
 
-/// Opens the sinks of `w`. With `out_dir`, every query writes `<out_dir>/<query>.jsonl`
-/// instead of what its spec says.
+impl Sinks {
+    /// The sink writing to standard output, if a query of `w` writes there (with no
+    /// `--out` directory): queries added later share it.
+    pub fn stdout_of(&self, w: &Workload, out_dir: Option<&Path>) -> Option<usize> {
+        if out_dir.is_some() {
+            return None;
+        }
+        let q = w.queries.iter().position(|q| q.sink == SinkSpec::Stdout)?;
+        self.route.get(q).copied().flatten()
+    }
+}
+
+/// Opens the sinks of `w`, its queries' then those its `changes:` add (in the order they
+/// are added, which is their index). With `out_dir`, every query writes
+/// `<out_dir>/<query>.jsonl` instead of what its spec says.
 pub fn sinks_for(w: &Workload, out_dir: Option<&Path>) -> io::Result<Sinks> {
     if let Some(dir) = out_dir
         && dir.exists()
@@ -72,7 +85,11 @@ pub fn sinks_for(w: &Workload, out_dir: Option<&Path>) -> io::Result<Sinks> {
     let mut route = Vec::new();
     let mut files = Vec::new();
     let mut stdout: Option<usize> = None;
-    for q in &w.queries {
+    let added = w.changes.iter().filter_map(|c| match &c.action {
+        crate::spec::ChangeAction::Add(q) => Some(&**q),
+        _ => None,
+    });
+    for q in w.queries.iter().chain(added) {
         let file = match (out_dir, &q.sink) {
             (Some(dir), _) => Some(dir.join(format!("{}.jsonl", q.name))),
             (None, SinkSpec::Jsonl(path)) => Some(PathBuf::from(path)),

@@ -12,7 +12,7 @@ use crate::shed::{
     LatencyInput, QueryDrop, QueryInput, ShedInput, ShedKind, ShedPlan, ShedState, StreamInput,
     ValueQos, plan,
 };
-use crate::spec::{Policy, Workload};
+use crate::spec::{Policy, QosSpec, Workload};
 
 /// Measurements plus the plan in force, published every tick.
 #[derive(Clone, Debug)]
@@ -32,8 +32,12 @@ pub struct Controller {
     /// `C`: ns of processing per second.
     capacity: f64,
     /// Per-query cost the load model assumes; `None` uses the measured cost.
+    /// NaN for a query added without a declared cost (its measured cost is used).
     model_costs: Option<Vec<f64>>,
-    lossless: Vec<bool>,
+    /// Per query, the QoS in force (patched live); `None` for a query without QoS.
+    qos: Vec<Option<QosSpec>>,
+    /// Per query: left the run (its slot stays; indices match the engine's).
+    removed: Vec<bool>,
     window_rules: Vec<Option<WindowRule>>,
     installed_queue: bool,
     history: RunHistory,
@@ -77,11 +81,8 @@ impl Controller {
             monitor: Monitor::new(w, engine, window_ticks, start),
             capacity: cores * 1e9,
             model_costs: None,
-            lossless: w
-                .queries
-                .iter()
-                .map(|q| q.qos.as_ref().is_some_and(|s| s.lossless))
-                .collect(),
+            qos: w.queries.iter().map(|q| q.qos.clone()).collect(),
+            removed: vec![false; w.queries.len()],
             window_rules,
             installed_queue: false,
             last: None,
@@ -105,6 +106,11 @@ impl Controller {
         &self.policy
     }
 
+    /// The report of the last tick, if there was one.
+    pub fn last_report(&self) -> Option<&ControlReport> {
+        self.last.as_ref()
+    }
+
     /// The run so far, as the summary reports it.
     pub fn history(&self) -> &RunHistory {
         &self.history
@@ -116,7 +122,7 @@ impl Controller {
 
     /// Per query, the result latencies recorded during the last tick.
     pub fn tick_latency(&self) -> Vec<&hdrhistogram::Histogram<u64>> {
-        (0..self.lossless.len())
+        (0..self.qos.len())
             .map(|q| self.monitor.tick_latency(q))
             .collect()
     }
@@ -139,8 +145,10 @@ impl Controller {
         }
     }
 
-    /// Measures the tick ending at `now`, plans, installs, and reports.
-    pub fn tick(&mut self, engine: &mut Engine, now: Nanos, w: &Workload) -> ControlReport {
+    /// Measures the tick ending at `now`, plans, installs, and reports. The query set and
+    /// QoS are the controller's own (as added, patched and removed since `new`); `_w` is
+    /// kept for callers written before queries could change.
+    pub fn tick(&mut self, engine: &mut Engine, now: Nanos, _w: &Workload) -> ControlReport {
         let mut qos = self.monitor.tick(engine, now);
         if !self.installed_queue {
             if let Some(c) = self.policy.queue_capacity {
@@ -163,11 +171,18 @@ impl Controller {
                 .iter()
                 .enumerate()
                 .map(|(qi, q)| {
-                    let spec = w.queries[qi].qos.as_ref();
+                    if self.removed[qi] {
+                        // Out of range: a silent stream, no load, never shed.
+                        let mut gone = QueryInput::new(usize::MAX, 0.0);
+                        gone.lossless = true;
+                        return gone;
+                    }
+                    let spec = self.qos[qi].as_ref();
                     let cost = self
                         .model_costs
                         .as_ref()
                         .and_then(|c| c.get(qi).copied())
+                        .filter(|c| c.is_finite())
                         .unwrap_or(q.cost);
                     QueryInput {
                         stream: q.stream,
@@ -175,7 +190,7 @@ impl Controller {
                         queued: q.queued as f64,
                         loss: spec.and_then(|s| s.loss_tolerance.as_ref()),
                         weight: spec.map_or(1.0, |s| s.weight),
-                        lossless: self.lossless[qi],
+                        lossless: spec.is_some_and(|s| s.lossless),
                         value: spec.and_then(|s| s.value.as_ref()).and_then(|v| {
                             self.monitor.value_histogram(qi).map(|h| ValueQos {
                                 column: v.column,
@@ -247,6 +262,67 @@ impl Controller {
         };
         self.last = Some(report.clone());
         report
+    }
+
+    /// Starts controlling query `q`, just added to `engine`, under `qos`; `model_cost` is
+    /// its declared per-tuple cost (used when the controller models declared costs). It is
+    /// planned for from the next tick.
+    pub fn add_query(
+        &mut self,
+        engine: &mut Engine,
+        q: usize,
+        qos: Option<QosSpec>,
+        model_cost: Option<Nanos>,
+    ) {
+        self.monitor.add_query(engine, q, qos.clone());
+        self.qos.push(qos);
+        self.removed.push(false);
+        self.window_rules.push(window_rule(engine, q));
+        if let Some(c) = &mut self.model_costs {
+            c.push(model_cost.map_or(f64::NAN, |c| c as f64));
+        }
+        let h = &mut self.history;
+        h.query_min_keep.push(1.0);
+        h.utility_sum.push(0.0);
+        h.utility_min.push(1.0);
+        if let Some(last) = &mut self.last {
+            last.plan.queries.push(QueryDrop::KeepAll);
+            last.plan.delivered.push(1.0);
+            last.plan.utility.push(1.0);
+            last.query_keep.push(1.0);
+        }
+    }
+
+    /// Changes the QoS query `q` is judged and shed by; the next tick replans with it.
+    pub fn set_qos(&mut self, engine: &mut Engine, q: usize, qos: Option<QosSpec>) {
+        self.monitor.set_qos(engine, q, qos.clone());
+        self.qos[q] = qos;
+    }
+
+    /// The QoS query `q` runs under.
+    pub fn qos(&self, q: usize) -> Option<&QosSpec> {
+        self.qos.get(q).and_then(|s| s.as_ref())
+    }
+
+    /// Stops controlling query `q` (removed from `engine`): it is never planned for again.
+    pub fn remove_query(&mut self, engine: &mut Engine, q: usize) {
+        self.monitor.remove_query(engine, q);
+        self.removed[q] = true;
+    }
+
+    /// Switches the shedding policy; the next tick plans under it from a fresh shedder
+    /// state. A policy that does not shed lifts every drop now.
+    pub fn set_policy(&mut self, engine: &mut Engine, policy: Policy) {
+        if matches!(policy.params.kind, ShedKind::None | ShedKind::TailDrop) {
+            engine.install(&DropRules {
+                streams: vec![DropRule::KeepAll; engine.stream_count()],
+                queries: vec![DropRule::KeepAll; engine.query_count()],
+                queue_capacity: None,
+            });
+        }
+        self.policy = policy;
+        self.state = ShedState::new();
+        self.installed_queue = false;
     }
 
     /// The engine rules that realise `p`.

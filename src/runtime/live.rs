@@ -16,6 +16,8 @@ use crossbeam_channel::TryRecvError;
 use super::clock::WallClock;
 use super::control::Controller;
 use super::frontier::stream_frontier;
+use super::inbox::{Inbox, Site};
+use super::manage::{Manager, Scripted};
 use super::observe::{Event, Observers, RunInfo, RunMode, RunSummary, TickReport};
 use super::outputs::Outputs;
 use super::source::{Source, SourceLink, SourceMsg, spawn};
@@ -43,10 +45,39 @@ const FLUSH_EVERY: Nanos = 1_000_000_000;
 pub fn run_live(
     run: LiveRun<'_>,
     runtime: &tokio::runtime::Runtime,
+    engine: Engine,
+    outputs: &mut Outputs<'_>,
+    observers: &mut Observers<'_>,
+) -> RunSummary {
+    let none = LiveChanges {
+        script: Vec::new(),
+        inbox: None,
+    };
+    run_live_managed(run, none, runtime, engine, outputs, observers)
+}
+
+/// Changes to the query set during a live run: scripted ones (due at times since the
+/// start; their sinks already routed) and the control API's requests.
+pub struct LiveChanges {
+    pub script: Vec<Scripted>,
+    pub inbox: Option<Inbox>,
+}
+
+/// `run_live` with the query set changing as `changes` says, between scheduler turns.
+pub fn run_live_managed(
+    run: LiveRun<'_>,
+    changes: LiveChanges,
+    runtime: &tokio::runtime::Runtime,
     mut engine: Engine,
     outputs: &mut Outputs<'_>,
     observers: &mut Observers<'_>,
 ) -> RunSummary {
+    let LiveChanges {
+        mut script,
+        mut inbox,
+    } = changes;
+    script.sort_by_key(|c| c.at);
+    let mut script = script.into_iter().peekable();
     let LiveRun {
         workload,
         policy,
@@ -59,6 +90,7 @@ pub fn run_live(
     let kinds: Vec<&str> = sources.iter().map(|s| s.kind()).collect();
     let info = RunInfo::new(workload, RunMode::Live, &policy, 1.0, duration, &kinds);
     let shedding_policy = info.shedding_policy;
+    let mut manager = Manager::new(workload, &policy);
     observers.event(Event::RunStarted(info));
     // Live capacity: one engine thread.
     let mut controller = Controller::new(
@@ -125,6 +157,28 @@ pub fn run_live(
             since,
         );
         engine.record_overhead(clock.now() - t0);
+        while let Some(c) = script.next_if(|c| c.at <= since) {
+            let now = clock.now();
+            let _ = manager.apply(
+                c.command,
+                &mut engine,
+                Some(&mut controller),
+                since,
+                now,
+                |e| outputs.write(e),
+                observers,
+            );
+        }
+        if let Some(inbox) = &mut inbox {
+            inbox.serve(&mut Site {
+                engine: &mut engine,
+                controller: &mut controller,
+                manager: &mut manager,
+                outputs,
+                observers,
+                clock: &clock,
+            });
+        }
         if engine.has_work() {
             let start = clock.now();
             if let Some(turn) = engine.run_turn(start) {

@@ -4,13 +4,18 @@
 //! signal handling. Only the shell, the observers that write, and the CLI do I/O.
 
 #[cfg(feature = "shell")]
+pub mod api;
+#[cfg(feature = "shell")]
 pub mod assemble;
 #[cfg(feature = "shell")]
 pub mod clock;
 pub mod control;
 pub mod frontier;
 #[cfg(feature = "shell")]
+pub mod inbox;
+#[cfg(feature = "shell")]
 pub mod live;
+pub mod manage;
 #[cfg(feature = "shell")]
 pub mod metrics;
 pub mod monitor;

@@ -56,6 +56,8 @@ pub struct QueryQos {
     /// Tuples shed so far (all drop points and reasons, queue-full excluded).
     pub shed: u64,
     pub queue_full: u64,
+    /// The query was removed: its figures are final.
+    pub removed: bool,
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -96,6 +98,46 @@ struct QueryTrack {
     counts: std::collections::VecDeque<(f64, f64, f64)>,
     /// Value histogram of the query's value-QoS field and its engine observer index.
     value: Option<(ValueHistogram, usize, usize)>,
+    /// The query left the run (its slot stays, so indices keep matching the engine's).
+    removed: bool,
+}
+
+/// A fresh track for query `qi` of `engine` under `qos`, registering its value observer.
+fn track(
+    engine: &mut Engine,
+    qi: usize,
+    qos: Option<QosSpec>,
+    window_ticks: usize,
+    ticks_per_slot: usize,
+) -> QueryTrack {
+    let value = qos.as_ref().and_then(|qos| qos.value.as_ref()).map(|v| {
+        let hist = ValueHistogram::new(&v.curve, VALUE_BINS);
+        let b = hist.binning();
+        let stream = engine.query_stream(qi);
+        let obs = engine.observe_values(
+            stream,
+            ValueObserver {
+                column: v.column,
+                lo: b.lo(),
+                hi: b.hi(),
+                width: b.width(),
+                counts: vec![0; b.len()],
+            },
+        );
+        (hist, stream, obs)
+    });
+    QueryTrack {
+        qos,
+        cost: CostModel::default(),
+        delivered: Ewma::new(ALPHA),
+        window: SlidingHistogram::new(window_ticks.div_ceil(ticks_per_slot)),
+        ticks_in_slot: 0,
+        last_tick: latency_histogram(),
+        recent: latency_histogram(),
+        counts: std::collections::VecDeque::new(),
+        value,
+        removed: false,
+    }
 }
 
 pub struct Monitor {
@@ -121,35 +163,7 @@ impl Monitor {
             .queries
             .iter()
             .enumerate()
-            .map(|(qi, q)| {
-                let value = q.qos.as_ref().and_then(|qos| qos.value.as_ref()).map(|v| {
-                    let hist = ValueHistogram::new(&v.curve, VALUE_BINS);
-                    let b = hist.binning();
-                    let stream = engine.query_stream(qi);
-                    let obs = engine.observe_values(
-                        stream,
-                        ValueObserver {
-                            column: v.column,
-                            lo: b.lo(),
-                            hi: b.hi(),
-                            width: b.width(),
-                            counts: vec![0; b.len()],
-                        },
-                    );
-                    (hist, stream, obs)
-                });
-                QueryTrack {
-                    qos: q.qos.clone(),
-                    cost: CostModel::default(),
-                    delivered: Ewma::new(ALPHA),
-                    window: SlidingHistogram::new(window_ticks.div_ceil(ticks_per_slot)),
-                    ticks_in_slot: 0,
-                    last_tick: latency_histogram(),
-                    recent: latency_histogram(),
-                    counts: std::collections::VecDeque::new(),
-                    value,
-                }
-            })
+            .map(|(qi, q)| track(engine, qi, q.qos.clone(), window_ticks, ticks_per_slot))
             .collect();
         Monitor {
             queries,
@@ -160,6 +174,38 @@ impl Monitor {
             prev_at: start,
             violations: 0,
             overhead: Ewma::new(ALPHA),
+        }
+    }
+
+    /// Starts tracking query `q`, just added to `engine`, under `qos`.
+    pub fn add_query(&mut self, engine: &mut Engine, q: usize, qos: Option<QosSpec>) {
+        debug_assert_eq!(q, self.queries.len(), "queries are added in index order");
+        let t = track(engine, q, qos, self.window_ticks, self.ticks_per_slot);
+        self.queries.push(t);
+    }
+
+    /// Changes the QoS query `q` is judged by (its value histogram restarts if the value
+    /// graph changed).
+    pub fn set_qos(&mut self, engine: &mut Engine, q: usize, qos: Option<QosSpec>) {
+        let value = |s: &Option<QosSpec>| s.as_ref().and_then(|s| s.value.clone());
+        if value(&self.queries[q].qos) != value(&qos) {
+            self.retire_value(engine, q);
+            let fresh = track(engine, q, qos.clone(), 1, 1);
+            self.queries[q].value = fresh.value;
+        }
+        self.queries[q].qos = qos;
+    }
+
+    /// Stops judging query `q` (removed): no target, no value observer.
+    pub fn remove_query(&mut self, engine: &mut Engine, q: usize) {
+        self.retire_value(engine, q);
+        self.queries[q].qos = None;
+        self.queries[q].removed = true;
+    }
+
+    fn retire_value(&mut self, engine: &mut Engine, q: usize) {
+        if let Some((_, stream, obs)) = self.queries[q].value.take() {
+            engine.stop_observing(stream, obs);
         }
     }
 
@@ -181,7 +227,13 @@ impl Monitor {
     pub fn tick(&mut self, engine: &mut Engine, now: Nanos) -> QosSnapshot {
         let snap = engine.snapshot();
         let dt = ((now - self.prev_at).max(1)) as f64 / 1e9;
-        let prev = self.prev.take().unwrap_or_else(|| zeroed(&snap));
+        let mut prev = self.prev.take().unwrap_or_else(|| zeroed(&snap));
+        // Queries added since the last tick start from zero (their ledger starts at
+        // registration).
+        if prev.queries.len() < snap.queries.len() {
+            let fresh = zeroed(&snap).queries.split_off(prev.queries.len());
+            prev.queries.extend(fresh);
+        }
         if !snap.queries.iter().all(|q| q.balances()) {
             self.violations += 1;
             debug_assert!(false, "conservation ledger violated: {:?}", snap.queries);
@@ -290,6 +342,7 @@ impl Monitor {
                 },
                 shed: q.shed(),
                 queue_full: q.queue_full(),
+                removed: t.removed,
             });
         }
         engine.reset_tick_latency();

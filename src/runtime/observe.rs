@@ -12,9 +12,9 @@ use hdrhistogram::Histogram;
 use super::control::{ControlReport, RunHistory};
 use super::stop::StopReason;
 use crate::core::schema::Nanos;
-use crate::core::stats::EngineSnapshot;
+use crate::core::stats::{EngineSnapshot, QuerySnapshot};
 use crate::shed::ShedKind;
-use crate::spec::{Flow, Policy, Workload};
+use crate::spec::{Flow, Policy, QosSpec, QuerySpec, Workload};
 
 /// Receives a run's ticks and events. Both methods default to doing nothing.
 pub trait Observer {
@@ -105,21 +105,26 @@ impl RunInfo {
             queries: w
                 .queries
                 .iter()
-                .map(|q| QueryInfo {
-                    name: q.name.clone(),
-                    stream: w
-                        .streams
-                        .iter()
-                        .position(|s| s.name.eq_ignore_ascii_case(&q.plan.stream))
-                        .unwrap_or(0),
-                    target: q
-                        .qos
-                        .as_ref()
-                        .and_then(|s| s.latency)
-                        .map(|l| (l.target, l.percentile)),
-                    weight: q.qos.as_ref().map_or(1.0, |s| s.weight),
-                })
+                .map(|q| QueryInfo::of(w, q, q.qos.as_ref()))
                 .collect(),
+        }
+    }
+}
+
+impl QueryInfo {
+    /// How observers see query `q` of `w` under `qos`.
+    pub fn of(w: &Workload, q: &QuerySpec, qos: Option<&QosSpec>) -> QueryInfo {
+        QueryInfo {
+            name: q.name.clone(),
+            stream: w
+                .streams
+                .iter()
+                .position(|s| s.name.eq_ignore_ascii_case(&q.plan.stream))
+                .unwrap_or(0),
+            target: qos
+                .and_then(|s| s.latency)
+                .map(|l| (l.target, l.percentile)),
+            weight: qos.map_or(1.0, |s| s.weight),
         }
     }
 }
@@ -181,6 +186,32 @@ pub enum Event {
         at: Nanos,
         query: usize,
         message: String,
+    },
+    /// A query joined the running instance; its index is the next free one.
+    QueryAdded {
+        at: Nanos,
+        query: usize,
+        info: QueryInfo,
+    },
+    /// A query's QoS changed (the shedder replans with it at the next tick).
+    QueryChanged {
+        at: Nanos,
+        query: usize,
+        info: QueryInfo,
+    },
+    /// A query left the running instance with this final, balanced ledger; `rows_dropped`
+    /// counts result rows of open windows discarded (removal without flush).
+    QueryRemoved {
+        at: Nanos,
+        query: usize,
+        ledger: Box<QuerySnapshot>,
+        rows_dropped: u64,
+    },
+    /// The shedding policy was switched to `policy` (its name).
+    PolicyChanged {
+        at: Nanos,
+        policy: String,
+        shedding_policy: bool,
     },
     RunEnded(Box<RunSummary>),
 }

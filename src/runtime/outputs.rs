@@ -17,6 +17,13 @@ enum State {
     Closed,
 }
 
+/// Where a query added while running writes.
+pub enum AddedSink {
+    None,
+    Stdout,
+    Sink(Box<dyn super::sink::Sink>),
+}
+
 pub struct Outputs<'a> {
     sinks: &'a mut Sinks,
     state: Vec<State>,
@@ -26,6 +33,8 @@ pub struct Outputs<'a> {
     pub undelivered: Vec<u64>,
     /// Failures not yet reported: (query, message).
     pub failures: Vec<(usize, String)>,
+    /// The sink writing to stdout (`with_stdout`), shared by queries added later.
+    stdout: Option<usize>,
 }
 
 impl<'a> Outputs<'a> {
@@ -36,11 +45,23 @@ impl<'a> Outputs<'a> {
             closed: false,
             undelivered: vec![0; queries],
             failures: Vec::new(),
+            stdout: None,
         }
+    }
+
+    /// Tells which sink already writes to stdout (`Sinks::stdout_of`), so a query added
+    /// later that writes there shares it rather than interleaving with it.
+    pub fn with_stdout(mut self, sink: Option<usize>) -> Outputs<'a> {
+        self.stdout = sink;
+        self
     }
 
     /// Writes one query's results to its sink, if it has one.
     pub fn write(&mut self, e: &Emitted<'_>) {
+        // Queries added while running get their counters on first use.
+        if self.undelivered.len() <= e.index {
+            self.undelivered.resize(e.index + 1, 0);
+        }
         let Some(si) = self.sinks.route.get(e.index).copied().flatten() else {
             return;
         };
@@ -59,6 +80,41 @@ impl<'a> Outputs<'a> {
                 self.undelivered[e.index] += e.batch.len() as u64;
             }
         }
+    }
+
+    /// Routes the results of query `query` (just added to the run) to `sink`, or to the
+    /// run's stdout sink with `Stdout`, or nowhere.
+    pub fn add_route(&mut self, query: usize, sink: AddedSink) {
+        let si = match sink {
+            AddedSink::None => None,
+            AddedSink::Stdout => Some(self.stdout_index()),
+            AddedSink::Sink(s) => {
+                self.sinks.sinks.push(s);
+                self.state.push(State::Open);
+                Some(self.sinks.sinks.len() - 1)
+            }
+        };
+        if self.sinks.route.len() <= query {
+            self.sinks.route.resize(query + 1, None);
+        }
+        self.sinks.route[query] = si;
+        if self.undelivered.len() <= query {
+            self.undelivered.resize(query + 1, 0);
+        }
+    }
+
+    /// The sink writing to stdout, opened if no query wrote there yet.
+    fn stdout_index(&mut self) -> usize {
+        if let Some(i) = self.stdout {
+            return i;
+        }
+        self.sinks
+            .sinks
+            .push(Box::new(super::sink::JsonLines::stdout()));
+        self.state.push(State::Open);
+        let i = self.sinks.sinks.len() - 1;
+        self.stdout = Some(i);
+        i
     }
 
     /// Flushes every sink that has not failed.

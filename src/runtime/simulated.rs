@@ -8,6 +8,7 @@
 //! delay to every result in both the measured and the reference runs.
 
 use super::control::{Controller, RunHistory};
+use super::manage::{Command, Manager, Outcome, Scripted};
 use super::observe::{Event, Observers, RunInfo, RunMode, RunSummary, TickReport};
 use super::stop::{StopHandle, StopReason};
 use crate::core::batch::Batch;
@@ -37,9 +38,14 @@ pub struct SimSettings {
 impl SimSettings {
     /// Settings for `w`, or what is missing for simulated mode.
     pub fn from_workload(w: &Workload, duration: Option<Nanos>) -> Result<SimSettings, SimError> {
+        let added = w.changes.iter().filter_map(|c| match &c.action {
+            crate::spec::ChangeAction::Add(q) => Some(&**q),
+            _ => None,
+        });
         let missing: Vec<String> = w
             .queries
             .iter()
+            .chain(added)
             .filter(|q| q.cost.is_none())
             .map(|q| q.name.clone())
             .collect();
@@ -119,12 +125,30 @@ struct Source {
 /// every engine tick and the observers see its report, then the run's events.
 pub fn run_simulated(
     w: &Workload,
+    engine: Engine,
+    settings: &SimSettings,
+    control: SimControl<'_>,
+    on_emit: impl FnMut(&Emitted<'_>),
+    observers: &mut Observers<'_>,
+) -> SimReport {
+    run_simulated_script(w, engine, settings, control, Vec::new(), on_emit, observers)
+}
+
+/// `run_simulated` with changes to the query set applied at their virtual times (before
+/// the first scheduler turn at or after each `at`). An added query's results reach
+/// `on_emit` with the next free index; its cost is its declared `cost`.
+pub fn run_simulated_script(
+    w: &Workload,
     mut engine: Engine,
     settings: &SimSettings,
     control: SimControl<'_>,
+    mut script: Vec<Scripted>,
     mut on_emit: impl FnMut(&Emitted<'_>),
     observers: &mut Observers<'_>,
 ) -> SimReport {
+    script.sort_by_key(|s| s.at);
+    let mut script = script.into_iter().peekable();
+    let mut costs = settings.costs.clone();
     let SimControl {
         mut controller,
         stop,
@@ -140,6 +164,7 @@ pub fn run_simulated(
         &[],
     );
     let shedding_policy = info.shedding_policy;
+    let mut manager = Manager::new(w, policy);
     observers.event(Event::RunStarted(info));
     let batch_size = w.engine.batch_size.max(1);
     let mut sources: Vec<Source> = w
@@ -192,6 +217,35 @@ pub fn run_simulated(
             });
             break;
         }
+        while let Some(change) = script.next_if(|c| c.at <= now) {
+            if let Command::Add(q) = &change.command {
+                costs.push(q.cost.unwrap_or(0));
+            }
+            let processed = |e: &Engine| -> Vec<u64> {
+                e.snapshot().queries.iter().map(|q| q.processed).collect()
+            };
+            let before = processed(&engine);
+            let applied = manager.apply(
+                change.command,
+                &mut engine,
+                controller.as_deref_mut(),
+                now,
+                now,
+                &mut on_emit,
+                observers,
+            );
+            // A flushed removal processed its queue: that work takes virtual time too.
+            if let Ok(Outcome::Removed { index, removal }) = &applied {
+                let done = removal.ledger.processed - before[*index];
+                let cost = costs[*index] as f64 * settings.cost_scale;
+                let busy = (cost * done as f64).round() as Nanos;
+                engine.record_busy(*index, busy);
+                now += (busy as f64 / cores).round() as Nanos;
+            }
+            // A scripted change was validated with the workload; one that still fails
+            // (a race with a stop) changes nothing.
+            let _ = applied;
+        }
         // Ingest every slice that has fully arrived by `now`.
         while generated_to + SLICE <= now && generated_to < duration {
             let (from, to) = (generated_to, generated_to + SLICE);
@@ -228,7 +282,7 @@ pub fn run_simulated(
             generated_to = to;
         }
         if let Some(turn) = engine.run_turn(now) {
-            let cost = settings.costs[turn.query] as f64 * settings.cost_scale;
+            let cost = costs[turn.query] as f64 * settings.cost_scale;
             let busy = (cost * turn.tuples as f64).round() as Nanos;
             engine.record_busy(turn.query, busy);
             now += ((busy as f64 / cores).round() as Nanos).max(1);
@@ -281,7 +335,7 @@ pub fn run_simulated(
         stopped: stop.reason(),
         aborted,
         ledger_violations,
-        undelivered: vec![0; w.queries.len()],
+        undelivered: vec![0; manager.queries().len()],
     };
     observers.event(Event::RunEnded(Box::new(summary.clone())));
     SimReport {

@@ -68,7 +68,7 @@ pub fn status_lines(r: &ControlReport, at: Nanos, shedding_policy: bool) -> Stri
                 .collect::<String>(),
         );
     }
-    for (i, q) in r.qos.queries.iter().enumerate() {
+    for (i, q) in r.qos.queries.iter().enumerate().filter(|(_, q)| !q.removed) {
         let keep = r.stream_keep.get(q.stream).copied().unwrap_or(1.0)
             * r.query_keep.get(i).copied().unwrap_or(1.0);
         // No result in the window: no latency to show (not a latency of 0).
@@ -311,6 +311,51 @@ impl Observer for StatusObserver {
                 "spillway: sink of query `{}` failed: {message}\n",
                 self.queries.get(*query).map_or("?", |s| s.as_str())
             )),
+            Event::QueryAdded { at, query, info } => {
+                self.queries.resize(*query, String::from("?"));
+                self.queries.push(info.name.clone());
+                self.line(&format!(
+                    "[{:>6.1}s] query `{}` added\n",
+                    *at as f64 / 1e9,
+                    info.name
+                ));
+            }
+            Event::QueryChanged { at, info, .. } => self.line(&format!(
+                "[{:>6.1}s] query `{}`: QoS changed\n",
+                *at as f64 / 1e9,
+                info.name
+            )),
+            Event::QueryRemoved {
+                at,
+                ledger,
+                rows_dropped,
+                ..
+            } => self.line(&format!(
+                "[{:>6.1}s] query `{}` removed: offered {} = processed {} + shed {} + queue-full {} + withdrawn {}{}\n",
+                *at as f64 / 1e9,
+                ledger.name,
+                ledger.offered,
+                ledger.processed,
+                ledger.shed() - ledger.dropped[DropReason::Withdrawn.index()],
+                ledger.queue_full(),
+                ledger.dropped[DropReason::Withdrawn.index()],
+                if *rows_dropped > 0 {
+                    format!("; {rows_dropped} open-window rows dropped")
+                } else {
+                    String::new()
+                }
+            )),
+            Event::PolicyChanged {
+                at,
+                policy,
+                shedding_policy,
+            } => {
+                self.shedding_policy = *shedding_policy;
+                self.line(&format!(
+                    "[{:>6.1}s] policy switched to {policy}\n",
+                    *at as f64 / 1e9
+                ));
+            }
             Event::RunEnded(summary_) => self.line(&summary(summary_)),
             _ => {}
         }

@@ -2,6 +2,7 @@
 //! stream, then every query against the catalog of streams. All problems are reported; a
 //! `Workload` is returned only if there were none.
 
+use super::build_changes::build_changes;
 use super::build_query::{Planner, build_query};
 use super::build_stream::{build_stream, check_identifier, stream_schema};
 use super::config::{EngineConfig, ExperimentConfig, SchedulerConfig};
@@ -79,6 +80,7 @@ pub(crate) fn build(diag: &mut Diagnostics, read: Read, planner: Planner) -> Opt
             );
         }
     }
+    let changes = build_changes(diag, &c.changes, &queries, catalog, planner);
     if !diag.is_empty() {
         return None;
     }
@@ -91,6 +93,7 @@ pub(crate) fn build(diag: &mut Diagnostics, read: Read, planner: Planner) -> Opt
         queries,
         policy: c.policy.clone(),
         experiment,
+        changes,
     })
 }
 
@@ -189,7 +192,7 @@ fn build_engine(diag: &mut Diagnostics, e: &EngineConfig) -> EngineSettings {
 
 /// Whether two sink paths name the same file, as far as can be told without the disk
 /// (`out/a.jsonl` and `./out//a.jsonl` do).
-fn same_file(a: &str, b: &str) -> bool {
+pub(crate) fn same_file(a: &str, b: &str) -> bool {
     let norm = |p: &str| -> Vec<String> {
         std::path::Path::new(p)
             .components()

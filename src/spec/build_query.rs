@@ -5,7 +5,9 @@
 use super::config::{QosConfig, QueryConfig, SinkConfig};
 use super::error::{Diagnostics, join};
 use super::locate::sql_position;
-use super::workload::{LatencyTarget, QosSpec, QuerySpec, SinkSpec, UtilityCurve, ValueUtility};
+use super::workload::{
+    LatencyTarget, QosPatch, QosSpec, QuerySpec, SinkSpec, UtilityCurve, ValueUtility,
+};
 use crate::core::plan::QueryPlan;
 use crate::sql::{Catalog, SqlError};
 
@@ -21,7 +23,19 @@ pub(crate) fn build_query(
     catalog: Option<&Catalog>,
     planner: Planner,
 ) -> Option<QuerySpec> {
-    let path = join("queries", name);
+    build_query_at(diag, &join("queries", name), name, config, catalog, planner)
+}
+
+/// `build_query` for a query whose settings are at `path` (e.g. `changes[2].add`).
+pub(crate) fn build_query_at(
+    diag: &mut Diagnostics,
+    path: &str,
+    name: &str,
+    config: &QueryConfig,
+    catalog: Option<&Catalog>,
+    planner: Planner,
+) -> Option<QuerySpec> {
+    let path = path.to_string();
     let before = diag.count();
     let sql_path = join(&path, "sql");
     let plan = match catalog {
@@ -81,6 +95,24 @@ pub(crate) fn build_query(
         cost: config.cost.map(|c| c.0),
         sink,
     })
+}
+
+/// The QoS settings `q` changes, checked as `build_qos` checks them; settings `q` leaves
+/// out stay as they are.
+pub(crate) fn build_qos_patch(
+    diag: &mut Diagnostics,
+    path: &str,
+    q: &QosConfig,
+    input: &crate::core::schema::Schema,
+) -> QosPatch {
+    let spec = build_qos(diag, path, q, Some(input));
+    QosPatch {
+        latency: q.latency.as_ref().and(spec.latency),
+        loss_tolerance: q.loss_tolerance.as_ref().and(spec.loss_tolerance),
+        value: q.value.as_ref().and(spec.value),
+        weight: q.weight.map(|_| spec.weight),
+        lossless: q.lossless,
+    }
 }
 
 /// Checks the QoS settings; `input` is the query's input schema when it was planned.

@@ -69,6 +69,9 @@ pub struct WorkloadConfig {
     /// What `spillway experiment` compares when its command line does not say.
     #[serde(default)]
     pub experiment: Option<ExperimentConfig>,
+    /// Changes to the query set while the workload runs (see `config_changes`).
+    #[serde(default)]
+    pub changes: Vec<super::config_changes::ChangeConfig>,
 }
 
 /// `experiment:` the policies `spillway experiment` runs side by side, and how often.

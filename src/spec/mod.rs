@@ -9,11 +9,13 @@
 //! which plans the SQL); `locate` turns setting paths into positions. The format is documented field by field in `config` and `distribution`.
 
 mod build;
+mod build_changes;
 mod build_field;
 mod build_query;
 mod build_source;
 mod build_stream;
 mod config;
+mod config_changes;
 mod config_io;
 mod de;
 mod de_access;
@@ -26,6 +28,7 @@ mod error;
 mod locate;
 mod policy;
 mod read;
+mod request;
 mod workload;
 mod workload_io;
 
@@ -44,6 +47,7 @@ pub use config::{
     EngineConfig, ExperimentConfig, FlowConfig, GeneratorConfig, QosConfig, QueryConfig,
     SchedulerConfig, SinkConfig, SourceConfig, StreamConfig, ValueConfig, WorkloadConfig,
 };
+pub use config_changes::{AddConfig, ChangeConfig, PatchConfig};
 pub use config_io::{FormatConfig, NexmarkConfig, NexmarkEventConfig, ReplayConfig, TcpConfig};
 pub use de_named::NamedMap;
 pub use distribution::{
@@ -53,10 +57,12 @@ pub use distribution::{
 pub use duration::{DurationConfig, parse_duration};
 pub use error::{SpecError, SpecErrors};
 pub use policy::{Policy, PolicyConfig, load_policy, parse_policy};
+pub use request::{RequestError, parse_qos_request, parse_query_request};
 pub use workload::{
-    DEFAULT_EXPERIMENT_POLICIES, DEFAULT_IDLE_TIMEOUT, EngineSettings, ExperimentSpec, Flow,
-    GeneratorSpec, LatencyTarget, Mode, QosSpec, QuerySpec, SchedulerKind, SinkSpec, SourceKind,
-    SourceSpec, StreamSpec, UtilityCurve, ValueUtility, Workload,
+    Change, ChangeAction, DEFAULT_EXPERIMENT_POLICIES, DEFAULT_IDLE_TIMEOUT, EngineSettings,
+    ExperimentSpec, Flow, GeneratorSpec, LatencyTarget, Mode, QosPatch, QosSpec, QuerySpec,
+    SchedulerKind, SinkSpec, SourceKind, SourceSpec, StreamSpec, UtilityCurve, ValueUtility,
+    Workload,
 };
 pub use workload_io::{
     DEFAULT_LISTEN, DEFAULT_MAX_CONNECTIONS, DEFAULT_MAX_LINE, LineFormat, NexmarkEvent,

@@ -26,6 +26,7 @@ const FIELDS: &[&str] = &[
     "queries",
     "policy",
     "experiment",
+    "changes",
 ];
 
 /// What could be read of a workload file.
@@ -93,6 +94,7 @@ pub(crate) fn read(diag: &mut Diagnostics) -> Option<Read> {
             queries: NamedMap::default(),
             policy: None,
             experiment: None,
+            changes: Vec::new(),
         },
         partial_streams: Vec::new(),
         schemas_missing: false,
@@ -114,6 +116,7 @@ pub(crate) fn read(diag: &mut Diagnostics) -> Option<Read> {
             "engine" => c.engine = entry(diag, value, "engine").unwrap_or_default(),
             "policy" => c.policy = section(diag, value, "policy").flatten(),
             "experiment" => c.experiment = section(diag, value, "experiment").flatten(),
+            "changes" => c.changes = section(diag, value, "changes").unwrap_or_default(),
             "streams" => read_streams(diag, value, &mut out),
             "queries" => {
                 out.config.queries = entries(diag, value, "queries", |diag, v, path| {
@@ -163,7 +166,11 @@ fn section<'a, T: Deserialize<'a>>(
 
 /// Deserializes one entry, reporting the error of each of its keys; what could be read of
 /// it if it failed (see `read_entry`).
-fn entry<T: DeserializeOwned>(diag: &mut Diagnostics, value: &Value, path: &str) -> Option<T> {
+pub(crate) fn entry<T: DeserializeOwned>(
+    diag: &mut Diagnostics,
+    value: &Value,
+    path: &str,
+) -> Option<T> {
     match read_entry(value, path) {
         Ok(t) => Some(t),
         Err(EntryErrors { errors, rest }) => {
@@ -181,7 +188,7 @@ pub(crate) fn report(diag: &mut Diagnostics, e: DeError, fallback: &str) {
 }
 
 /// Reads a mapping of named entries one by one; entries that fail are left out.
-fn entries<T>(
+pub(crate) fn entries<T>(
     diag: &mut Diagnostics,
     value: &Value,
     path: &str,

@@ -31,6 +31,8 @@ pub struct Workload {
     pub policy: Option<String>,
     /// The `experiment:` block, if the file has one.
     pub experiment: Option<ExperimentSpec>,
+    /// Scripted changes to the query set, in time order (`changes:`).
+    pub changes: Vec<Change>,
 }
 
 /// What `spillway experiment` compares by default (see `ExperimentConfig`).
@@ -251,4 +253,69 @@ pub struct ValueUtility {
     /// Index of `field` in the input stream's schema.
     pub column: usize,
     pub curve: UtilityCurve,
+}
+
+/// A scripted change of the running query set (`changes:`), applied at `at`: virtual time
+/// in simulated mode, time since the start live.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Change {
+    pub at: Nanos,
+    pub action: ChangeAction,
+}
+
+/// What a change does. Names are checked in time order: an add's name is free at its
+/// time, a patch or remove names a query running at its time.
+#[derive(Clone, Debug, PartialEq)]
+pub enum ChangeAction {
+    Add(Box<QuerySpec>),
+    Patch {
+        query: String,
+        qos: QosPatch,
+    },
+    /// `flush`: emit its open windows (default) rather than drop them.
+    Remove {
+        query: String,
+        flush: bool,
+    },
+    /// The policy file, as written (relative to the workload file).
+    Policy(String),
+}
+
+/// QoS settings to change; `None` leaves a setting as it is.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct QosPatch {
+    pub latency: Option<LatencyTarget>,
+    pub loss_tolerance: Option<UtilityCurve>,
+    pub value: Option<ValueUtility>,
+    pub weight: Option<f64>,
+    pub lossless: Option<bool>,
+}
+
+impl QosPatch {
+    /// `current` (a query without QoS counts as defaults) with this patch applied.
+    pub fn apply(&self, current: Option<&QosSpec>) -> QosSpec {
+        let mut q = current.cloned().unwrap_or(QosSpec {
+            latency: None,
+            loss_tolerance: None,
+            value: None,
+            weight: 1.0,
+            lossless: false,
+        });
+        if let Some(l) = self.latency {
+            q.latency = Some(l);
+        }
+        if let Some(c) = &self.loss_tolerance {
+            q.loss_tolerance = Some(c.clone());
+        }
+        if let Some(v) = &self.value {
+            q.value = Some(v.clone());
+        }
+        if let Some(w) = self.weight {
+            q.weight = w;
+        }
+        if let Some(l) = self.lossless {
+            q.lossless = l;
+        }
+        q
+    }
 }

@@ -25,15 +25,18 @@ pub enum DropReason {
     /// Input a source could not parse into a tuple of the stream's schema: counted per
     /// stream, before any query sees it.
     Malformed,
+    /// Input still queued for a query when it was removed without flushing.
+    Withdrawn,
 }
 
 impl DropReason {
-    pub const ALL: [DropReason; 5] = [
+    pub const ALL: [DropReason; 6] = [
         DropReason::ShedRandom,
         DropReason::ShedSemantic,
         DropReason::ShedWindow,
         DropReason::QueueFull,
         DropReason::Malformed,
+        DropReason::Withdrawn,
     ];
     /// How many reasons there are: the length of every per-reason counter array.
     pub const COUNT: usize = DropReason::ALL.len();
@@ -45,6 +48,7 @@ impl DropReason {
             DropReason::ShedWindow => "shed-window",
             DropReason::QueueFull => "queue-full",
             DropReason::Malformed => "malformed",
+            DropReason::Withdrawn => "withdrawn",
         }
     }
 

@@ -25,6 +25,12 @@ impl Engine {
         self.queries[q].processed_values = Some(observer);
     }
 
+    /// Retires a value observer (its query left): it counts nothing from now on, and its
+    /// index stays valid.
+    pub fn stop_observing(&mut self, stream: usize, observer: usize) {
+        self.streams[stream].observers[observer].counts = Vec::new();
+    }
+
     /// The counts of a value observer, to read and then age (`decay_values`).
     pub fn value_counts(&self, stream: usize, observer: usize) -> &ValueObserver {
         &self.streams[stream].observers[observer]

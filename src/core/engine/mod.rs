@@ -5,10 +5,17 @@
 //! Driver protocol: `ingest` arriving batches, `run_turn(now)` while `has_work()`, `tick(now)`
 //! every engine tick, `emit(now, ..)` to hand results to sinks (this is when latency is
 //! recorded), and at the end `flush(now)` then `emit`.
+//!
+//! The query set may change between turns (`manage.rs`): indices are stable for the whole
+//! run. A removed query keeps its slot as a tombstone with its final, balanced ledger, so
+//! every per-query vector (plans, monitor tracks, observers' tables) stays aligned.
 
 use std::sync::Arc;
 
 mod access;
+mod manage;
+
+pub use manage::Removal;
 
 use super::batch::Batch;
 use super::drop::{DropPoint, DropReason};
@@ -58,10 +65,14 @@ impl Default for EngineConfig {
     }
 }
 
-#[derive(Debug, thiserror::Error, PartialEq)]
+#[derive(Clone, Debug, thiserror::Error, PartialEq)]
 pub enum EngineError {
     #[error("query `{query}` reads unknown stream `{stream}`")]
     UnknownStream { query: String, stream: String },
+    #[error("a query named `{0}` is already running")]
+    DuplicateQuery(String),
+    #[error("no running query has index {0}")]
+    NoSuchQuery(usize),
 }
 
 #[derive(Debug)]
@@ -90,6 +101,8 @@ struct QueryState {
     /// Counts the values of one field of every tuple the pipeline processes (what was
     /// delivered, after every drop): the experiment's measure of value utility kept.
     processed_values: Option<ValueObserver>,
+    /// Removed from the run: no input, never scheduled, ledger frozen (a tombstone).
+    removed: bool,
 }
 
 /// What one scheduler turn did.
@@ -124,6 +137,10 @@ pub struct Engine {
     overhead: u64,
     /// Queue depth (tuples) past which `stream_room` tells pull sources to wait.
     pull_bound: usize,
+    /// How the engine was configured, for queries added later.
+    config: EngineConfig,
+    /// The queue capacity the shedder last installed, for queries added later.
+    installed_capacity: Option<usize>,
 }
 
 impl Engine {
@@ -132,7 +149,7 @@ impl Engine {
         queries: Vec<QueryDef>,
         config: EngineConfig,
     ) -> Result<Engine, EngineError> {
-        let mut ss: Vec<StreamState> = streams
+        let ss: Vec<StreamState> = streams
             .into_iter()
             .enumerate()
             .map(|(i, def)| StreamState {
@@ -145,54 +162,62 @@ impl Engine {
                 malformed: 0,
             })
             .collect();
-        let mut qs = Vec::with_capacity(queries.len());
-        for (qi, def) in queries.into_iter().enumerate() {
-            let si = ss
-                .iter()
-                .position(|s| s.def.name.eq_ignore_ascii_case(&def.plan.stream))
-                .ok_or_else(|| EngineError::UnknownStream {
-                    query: def.name.clone(),
-                    stream: def.plan.stream.clone(),
-                })?;
-            ss[si].readers.push(qi);
-            let pipeline = Pipeline::new(&def.plan, &ss[si].def.schema.types());
-            qs.push(QueryState {
-                out: pipeline.new_output(),
-                pipeline,
-                stream: si,
-                queue: InputQueue::new(if def.lossless {
-                    usize::MAX
-                } else {
-                    config.queue_capacity
-                }),
-                drop: DropPoint::new(mix(config.seed, 2 + 2 * qi as u64)),
-                stats: QueryStats::default(),
-                processed_values: None,
-                def,
-            });
-        }
-        let names = qs
-            .iter()
-            .map(|q| {
-                q.def
-                    .plan
-                    .output
-                    .fields
-                    .iter()
-                    .map(|f| f.name.clone())
-                    .collect()
-            })
-            .collect();
-        Ok(Engine {
+        let mut engine = Engine {
             streams: ss,
-            queries: qs,
+            queries: Vec::with_capacity(queries.len()),
             scheduler: Scheduler::new(config.scheduler),
             views: Vec::new(),
-            names,
+            names: Vec::new(),
             sel: Vec::new(),
             overhead: 0,
             pull_bound: config.queue_capacity.max(1),
-        })
+            config,
+            installed_capacity: None,
+        };
+        for def in queries {
+            engine.push_query(def)?;
+        }
+        Ok(engine)
+    }
+
+    /// Appends `def` as the next query (reading its stream from the next `ingest` on).
+    fn push_query(&mut self, def: QueryDef) -> Result<usize, EngineError> {
+        let qi = self.queries.len();
+        let si = self
+            .streams
+            .iter()
+            .position(|s| s.def.name.eq_ignore_ascii_case(&def.plan.stream))
+            .ok_or_else(|| EngineError::UnknownStream {
+                query: def.name.clone(),
+                stream: def.plan.stream.clone(),
+            })?;
+        self.streams[si].readers.push(qi);
+        let pipeline = Pipeline::new(&def.plan, &self.streams[si].types);
+        let capacity = match self.installed_capacity {
+            _ if def.lossless => usize::MAX,
+            Some(c) => c,
+            None => self.config.queue_capacity,
+        };
+        self.names.push(
+            def.plan
+                .output
+                .fields
+                .iter()
+                .map(|f| f.name.clone())
+                .collect(),
+        );
+        self.queries.push(QueryState {
+            out: pipeline.new_output(),
+            pipeline,
+            stream: si,
+            queue: InputQueue::new(capacity),
+            drop: DropPoint::new(mix(self.config.seed, 2 + 2 * qi as u64)),
+            stats: QueryStats::default(),
+            processed_values: None,
+            removed: false,
+            def,
+        });
+        Ok(qi)
     }
 
     /// Offers a batch of `stream` to every query that reads it: value observers count it,
@@ -207,7 +232,8 @@ impl Engine {
         }
         let s = &mut self.streams[stream];
         s.ingested += n;
-        for o in &mut s.observers {
+        // An observer without bins was retired (`stop_observing`).
+        for o in s.observers.iter_mut().filter(|o| !o.counts.is_empty()) {
             observe(o, &batch);
         }
         let before = s.drop.dropped;
@@ -257,6 +283,9 @@ impl Engine {
 
     /// Installs the shedder's decision; it applies from the next `ingest` on.
     pub fn install(&mut self, rules: &DropRules) {
+        if rules.queue_capacity.is_some() {
+            self.installed_capacity = rules.queue_capacity;
+        }
         for (s, r) in self.streams.iter_mut().zip(&rules.streams) {
             s.drop.install(r.clone());
         }
@@ -264,6 +293,7 @@ impl Engine {
             q.drop.install(r.clone());
             if let Some(c) = rules.queue_capacity
                 && !q.def.lossless
+                && !q.removed
             {
                 q.queue.set_capacity(c);
             }
@@ -305,7 +335,7 @@ impl Engine {
     /// only for its own stream.
     pub fn tick(&mut self, now: Nanos, frontier: impl Fn(usize) -> Nanos) {
         for q in &mut self.queries {
-            if q.pipeline.is_windowed() {
+            if q.pipeline.is_windowed() && !q.removed {
                 let now = now.min(frontier(q.stream));
                 let bound = q.queue.oldest_arrival().map_or(now, |a| a.min(now));
                 q.pipeline.on_tick(bound, &mut q.out);
@@ -322,55 +352,37 @@ impl Engine {
 
     /// Hands every pending result to `sink` as emitted at `now`, recording its latency.
     pub fn emit(&mut self, now: Nanos, mut sink: impl FnMut(&Emitted<'_>)) {
-        for (index, (q, names)) in self.queries.iter_mut().zip(&self.names).enumerate() {
-            if q.out.is_empty() {
-                continue;
-            }
-            for &a in &q.out.rows.arrival {
-                q.stats.record_latency(now - a);
-            }
-            q.stats.results += q.out.len() as u64;
-            q.out.approx.pad(q.out.len());
-            sink(&Emitted {
-                index,
-                query: &q.def.name,
-                names,
-                types: q.pipeline.output_types(),
-                batch: &q.out.rows,
-                approx: (!q.out.approx.is_exact()).then_some(&q.out.approx),
-                emitted_at: now,
-            });
-            q.out.clear();
+        for index in 0..self.queries.len() {
+            self.emit_one(index, now, &mut sink);
         }
+    }
+
+    /// `emit` for query `index` alone.
+    fn emit_one(&mut self, index: usize, now: Nanos, mut sink: impl FnMut(&Emitted<'_>)) {
+        let q = &mut self.queries[index];
+        if q.out.is_empty() {
+            return;
+        }
+        for &a in &q.out.rows.arrival {
+            q.stats.record_latency(now - a);
+        }
+        q.stats.results += q.out.len() as u64;
+        q.out.approx.pad(q.out.len());
+        sink(&Emitted {
+            index,
+            query: &q.def.name,
+            names: &self.names[index],
+            types: q.pipeline.output_types(),
+            batch: &q.out.rows,
+            approx: (!q.out.approx.is_exact()).then_some(&q.out.approx),
+            emitted_at: now,
+        });
+        q.out.clear();
     }
 
     /// Counters and latency percentiles of every stream and query.
     pub fn snapshot(&self) -> EngineSnapshot {
-        let queries = self
-            .queries
-            .iter()
-            .map(|q| {
-                let h = &q.stats.latency;
-                QuerySnapshot {
-                    name: q.def.name.clone(),
-                    stream: q.def.plan.stream.clone(),
-                    offered: q.stats.offered,
-                    dropped: q.stats.dropped,
-                    busy: q.stats.busy,
-                    processed: q.stats.processed,
-                    queued: q.queue.depth() as u64,
-                    late: q.pipeline.late(),
-                    results: q.stats.results,
-                    p50: h.value_at_quantile(0.5) as Nanos,
-                    p99: h.value_at_quantile(0.99) as Nanos,
-                    max: h.max() as Nanos,
-                    processed_values: q
-                        .processed_values
-                        .as_ref()
-                        .map_or_else(Vec::new, |o| o.counts.clone()),
-                }
-            })
-            .collect();
+        let queries = self.queries.iter().map(query_snapshot).collect();
         EngineSnapshot {
             streams: self
                 .streams
@@ -388,5 +400,29 @@ impl Engine {
             queries,
             overhead: self.overhead,
         }
+    }
+}
+
+/// The counters of one query.
+fn query_snapshot(q: &QueryState) -> QuerySnapshot {
+    let h = &q.stats.latency;
+    QuerySnapshot {
+        name: q.def.name.clone(),
+        stream: q.def.plan.stream.clone(),
+        offered: q.stats.offered,
+        dropped: q.stats.dropped,
+        busy: q.stats.busy,
+        processed: q.stats.processed,
+        queued: q.queue.depth() as u64,
+        late: q.pipeline.late(),
+        results: q.stats.results,
+        p50: h.value_at_quantile(0.5) as Nanos,
+        p99: h.value_at_quantile(0.99) as Nanos,
+        max: h.max() as Nanos,
+        processed_values: q
+            .processed_values
+            .as_ref()
+            .map_or_else(Vec::new, |o| o.counts.clone()),
+        removed: q.removed,
     }
 }

@@ -1,0 +1,150 @@
+//! `spillway query`: a client of a running instance's control API (`run --control-addr`).
+//! Prints the JSON answer on stdout; a refused request (bad query, unknown name) exits 2
+//! with the server's located message, an unreachable server exits 1.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Args, Subcommand};
+use serde_json::{Value, json};
+
+use super::Failure;
+use super::control::token;
+
+#[derive(Args, Debug)]
+pub struct QueryArgs {
+    /// Address of the running instance's control API.
+    #[arg(long, default_value = "127.0.0.1:7700", global = true)]
+    pub addr: String,
+    /// File holding the bearer token (default: SPILLWAY_CONTROL_TOKEN, if set).
+    #[arg(long, value_name = "FILE", global = true)]
+    pub token_file: Option<PathBuf>,
+    #[command(subcommand)]
+    pub action: Action,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum Action {
+    /// Register a continuous query: validated as a workload's query is.
+    Add {
+        name: String,
+        /// The query text.
+        #[arg(long)]
+        sql: String,
+        /// QoS as JSON, e.g. '{"latency": {"p99": "100ms"}, "weight": 2}'.
+        #[arg(long)]
+        qos: Option<String>,
+        /// Per-tuple cost, e.g. 200ns.
+        #[arg(long)]
+        cost: Option<String>,
+        /// `stdout` (default), `none`, or `jsonl:PATH`.
+        #[arg(long)]
+        sink: Option<String>,
+    },
+    /// List the queries with their live figures and ledgers.
+    Ls,
+    /// Show one query: plan, QoS, ledger.
+    Show { name: String },
+    /// Change a query's QoS; the shedder replans at the next tick.
+    Patch {
+        name: String,
+        /// QoS settings to replace, as JSON.
+        #[arg(long)]
+        qos: String,
+    },
+    /// Remove a query; prints its final ledger.
+    Rm {
+        name: String,
+        /// Drop its open windows (counted) instead of emitting them.
+        #[arg(long)]
+        no_flush: bool,
+    },
+    /// Switch the shedding policy to the policy file at PATH.
+    Policy { path: PathBuf },
+    /// The latest monitor report.
+    Status,
+}
+
+pub fn query(args: QueryArgs) -> Result<ExitCode, Failure> {
+    let base = format!("http://{}", args.addr);
+    let token = token(args.token_file.as_deref())?;
+    let agent: ureq::Agent = ureq::Agent::config_builder()
+        .http_status_as_error(false)
+        .build()
+        .into();
+    let with = |r: ureq::RequestBuilder<ureq::typestate::WithBody>| match &token {
+        Some(t) => r.header("Authorization", format!("Bearer {t}")),
+        None => r,
+    };
+    let without = |r: ureq::RequestBuilder<ureq::typestate::WithoutBody>| match &token {
+        Some(t) => r.header("Authorization", format!("Bearer {t}")),
+        None => r,
+    };
+    let json_value = |what: &str, text: &str| -> Result<Value, Failure> {
+        serde_json::from_str(text)
+            .map_err(|e| Failure::BadInput(format!("--{what}: not JSON: {e}")))
+    };
+    let result = match args.action {
+        Action::Add {
+            name,
+            sql,
+            qos,
+            cost,
+            sink,
+        } => {
+            let mut body = json!({"name": name, "sql": sql});
+            if let Some(q) = qos {
+                body["qos"] = json_value("qos", &q)?;
+            }
+            if let Some(c) = cost {
+                body["cost"] = json!(c);
+            }
+            if let Some(s) = sink {
+                body["sink"] = match s.split_once(':') {
+                    Some(("jsonl", path)) => json!({"jsonl": path}),
+                    _ => json!(s),
+                };
+            }
+            with(agent.post(format!("{base}/queries"))).send(body.to_string())
+        }
+        Action::Ls => without(agent.get(format!("{base}/queries"))).call(),
+        Action::Status => without(agent.get(format!("{base}/status"))).call(),
+        Action::Show { name } => without(agent.get(format!("{base}/queries/{name}"))).call(),
+        Action::Patch { name, qos } => {
+            json_value("qos", &qos)?;
+            with(agent.patch(format!("{base}/queries/{name}"))).send(qos)
+        }
+        Action::Rm { name, no_flush } => {
+            without(agent.delete(format!("{base}/queries/{name}?flush={}", !no_flush))).call()
+        }
+        Action::Policy { path } => {
+            let abs = std::fs::canonicalize(&path)
+                .map_err(|e| Failure::BadInput(format!("{}: {e}", path.display())))?;
+            with(agent.put(format!("{base}/policy"))).send(json!({"file": abs}).to_string())
+        }
+    };
+    let mut response = result.map_err(|e| Failure::Other(anyhow::anyhow!("{base}: {e}")))?;
+    let status = response.status().as_u16();
+    let text = response
+        .body_mut()
+        .read_to_string()
+        .map_err(|e| Failure::Other(anyhow::anyhow!("{base}: {e}")))?;
+    let body: Value = serde_json::from_str(&text).unwrap_or(Value::String(text));
+    if status >= 400 {
+        let message = body
+            .get("error")
+            .and_then(Value::as_str)
+            .map_or_else(|| body.to_string(), String::from);
+        let message = format!("spillway: {status}: {message}");
+        return Err(if status < 500 && status != 401 && status != 429 {
+            Failure::BadInput(message)
+        } else {
+            Failure::Other(anyhow::anyhow!(message))
+        });
+    }
+    super::print(&format!(
+        "{}\n",
+        serde_json::to_string_pretty(&body).unwrap_or_default()
+    ));
+    Ok(ExitCode::SUCCESS)
+}
