@@ -5,6 +5,7 @@ mod bench;
 mod calibrate;
 mod check;
 mod run;
+mod run_tui;
 
 use std::process::ExitCode;
 

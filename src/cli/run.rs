@@ -6,6 +6,7 @@ use std::process::ExitCode;
 
 use clap::Args;
 
+use super::run_tui::TuiRun;
 use super::{Failure, load_workload};
 use crate::runtime::assemble::{Sinks, engine_for, shell_runtime, sinks_for, sources_for};
 use crate::runtime::clock::WallClock;
@@ -38,6 +39,12 @@ pub struct RunArgs {
     /// Load-shedding policy file, instead of the workload's `policy`.
     #[arg(long, value_name = "FILE")]
     pub policy: Option<PathBuf>,
+    /// Full-screen terminal dashboard instead of status lines (q quits, ? lists the keys).
+    #[arg(long)]
+    pub tui: bool,
+    /// With --tui, a simulated run plays this many virtual seconds per wall second.
+    #[arg(long, default_value_t = 1.0, requires = "tui")]
+    pub speed: f64,
 }
 
 /// The policy a run uses: `--policy` (relative to the current directory), else the
@@ -93,16 +100,36 @@ pub fn run(args: RunArgs) -> Result<ExitCode, Failure> {
     let stop = StopHandle::new();
     watch_signals(&runtime, stop.clone());
     let mut status = StatusObserver::new(args.quiet);
-    let mut observers = Observers::new(vec![&mut status]);
+    let mut tui = match args.tui {
+        true => Some(TuiRun::open(
+            &w,
+            &policy,
+            &stop,
+            settings.is_some().then_some(args.speed),
+            &mut sinks,
+            args.out.is_some(),
+        )?),
+        false => None,
+    };
+    let switch = tui.as_ref().map(|t| t.switch.clone());
+    let sources = match &tui {
+        Some(t) => t.sources(&w),
+        None => sources_for(&w),
+    };
+    let mut observers = Observers::new(match &mut tui {
+        Some(t) => t.observers(),
+        None => vec![&mut status],
+    });
     let mut outputs = Outputs::new(&mut sinks, w.queries.len());
     let summary = match settings {
         None => run_live(
             LiveRun {
                 workload: &w,
                 policy,
-                sources: sources_for(&w),
+                sources,
                 duration: args.duration,
                 stop: stop.clone(),
+                policy_switch: switch,
             },
             &runtime,
             engine,
@@ -112,7 +139,8 @@ pub fn run(args: RunArgs) -> Result<ExitCode, Failure> {
         Some(settings) => {
             let clock = WallClock::start();
             let mut controller =
-                Controller::new(&w, &mut engine, policy, settings.cores, w.engine.tick, 0);
+                Controller::new(&w, &mut engine, policy, settings.cores, w.engine.tick, 0)
+                    .with_switch(switch);
             let report = run_simulated(
                 &w,
                 engine,
@@ -143,6 +171,10 @@ pub fn run(args: RunArgs) -> Result<ExitCode, Failure> {
         }
     };
     runtime.shutdown_timeout(std::time::Duration::from_millis(100));
+    if let Some(t) = &tui {
+        // The dashboard has given the terminal back: now the summary it kept off screen.
+        eprint!("{}{}", status::summary(&summary), t.closing_lines());
+    }
     let failed_sinks = summary.undelivered.iter().any(|n| *n > 0);
     for f in &sinks.files {
         eprintln!("  results written to {}", f.display());

@@ -15,6 +15,7 @@ use crossbeam_channel::TryRecvError;
 
 use super::clock::WallClock;
 use super::control::Controller;
+use super::controls::PolicySwitch;
 use super::frontier::engine_frontier;
 use super::observe::{Event, Observers, RunInfo, RunMode, RunSummary, TickReport};
 use super::outputs::Outputs;
@@ -33,6 +34,8 @@ pub struct LiveRun<'a> {
     /// Overrides the workload's duration.
     pub duration: Option<Nanos>,
     pub stop: StopHandle,
+    /// Policy changes asked for during the run (the dashboard), if any.
+    pub policy_switch: Option<PolicySwitch>,
 }
 
 /// How often sinks are flushed.
@@ -53,6 +56,7 @@ pub fn run_live(
         sources,
         duration,
         stop,
+        policy_switch,
     } = run;
     let clock = WallClock::start();
     let duration = duration.or(workload.duration);
@@ -68,7 +72,8 @@ pub fn run_live(
         1.0,
         workload.engine.tick,
         clock.now(),
-    );
+    )
+    .with_switch(policy_switch);
     let batch_size = workload.engine.batch_size.max(1);
     let tick = workload.engine.tick.max(1_000_000);
     let sources_stop = Arc::new(AtomicBool::new(false));

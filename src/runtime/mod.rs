@@ -8,6 +8,7 @@ pub mod assemble;
 #[cfg(feature = "shell")]
 pub mod clock;
 pub mod control;
+pub mod controls;
 pub mod frontier;
 #[cfg(feature = "shell")]
 pub mod live;
@@ -24,3 +25,5 @@ pub mod sink;
 pub mod source;
 pub mod status;
 pub mod stop;
+#[cfg(feature = "shell")]
+pub mod tui;

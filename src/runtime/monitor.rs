@@ -8,7 +8,7 @@ use hdrhistogram::Histogram;
 use crate::core::engine::{Engine, ValueObserver};
 use crate::core::schema::Nanos;
 use crate::core::stats::{EngineSnapshot, latency_histogram};
-use crate::qos::{CostModel, Ewma, ValueHistogram, loss_utility};
+use crate::qos::{Binning, CostModel, Ewma, ValueHistogram, loss_utility};
 use crate::spec::{QosSpec, Workload};
 
 /// Bins of a value histogram between the first and last point of a value-utility curve.
@@ -53,6 +53,9 @@ pub struct QueryQos {
     /// Tuples shed so far (all drop points and reasons, queue-full excluded).
     pub shed: u64,
     pub queue_full: u64,
+    /// The value histogram of the query's value-QoS field (decayed counts per bin of the
+    /// binning, under- and overflow bins included), for dashboards; `None` without one.
+    pub values: Option<(Binning, Vec<f64>)>,
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -286,6 +289,10 @@ impl Monitor {
                 },
                 shed: q.shed(),
                 queue_full: q.queue_full(),
+                values: t
+                    .value
+                    .as_ref()
+                    .map(|(h, _, _)| (h.binning(), h.counts().to_vec())),
             });
         }
         engine.reset_tick_latency();
