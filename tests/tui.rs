@@ -149,3 +149,16 @@ fn dashboard_shows_queries_sheds_on_plus_switches_policy_and_q_restores_the_term
         "dashboard left on screen:\n{end}"
     );
 }
+
+#[test]
+fn tui_without_a_terminal_is_bad_input_before_the_run_starts() {
+    let out = Command::new(env!("CARGO_BIN_EXE_spillway"))
+        .args(["run", "workloads/quickstart.yaml", "--tui"])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("--tui draws on the terminal"), "{err}");
+    assert!(out.stdout.is_empty(), "the run must not have started");
+}

@@ -55,8 +55,11 @@ impl TuiObserver {
         if self.latency.len() != t.tick_latency.len() {
             self.latency = t.tick_latency.iter().map(|_| latency_histogram()).collect();
         }
+        // `add` walks every bucket: skip the ticks without results.
         for (acc, h) in self.latency.iter_mut().zip(t.tick_latency) {
-            let _ = acc.add(*h);
+            if !h.is_empty() {
+                let _ = acc.add(*h);
+            }
         }
         if t.elapsed < self.next_percentiles && !t.last {
             return None;

@@ -280,13 +280,24 @@ pub fn details(s: &State, selected: usize, frame: &mut Frame<'_>, area: Rect) {
     );
 }
 
-/// The latest events, newest last, each with its run time.
+/// The latest events, newest last, each with its run time; long ones wrap.
 pub fn event_log(s: &State, frame: &mut Frame<'_>, area: Rect) {
     let rows = area.height.saturating_sub(2) as usize;
+    let width = area.width.saturating_sub(2).max(1) as usize;
+    // From the newest back, as many entries as fit once wrapped.
+    let (mut used, mut first) = (0, s.log.len());
+    for l in s.log.iter().rev() {
+        let h = (8 + l.text.chars().count()).div_ceil(width);
+        if used + h > rows {
+            break;
+        }
+        used += h;
+        first -= 1;
+    }
     let lines: Vec<Line> = s
         .log
         .iter()
-        .skip(s.log.len().saturating_sub(rows))
+        .skip(first)
         .map(|l| {
             let color = match l.kind {
                 LogKind::Info => Color::Reset,
@@ -303,7 +314,9 @@ pub fn event_log(s: &State, frame: &mut Frame<'_>, area: Rect) {
         })
         .collect();
     frame.render_widget(
-        Paragraph::new(lines).block(Block::bordered().title(" events ")),
+        Paragraph::new(lines)
+            .wrap(ratatui::widgets::Wrap { trim: false })
+            .block(Block::bordered().title(" events ")),
         area,
     );
 }

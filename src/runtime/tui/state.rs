@@ -75,6 +75,8 @@ pub struct State {
     pub policy: String,
     pub stopping: bool,
     pub ended: bool,
+    /// How many plan changes the last log line stands for.
+    plan_run: u32,
 }
 
 impl State {
@@ -242,11 +244,21 @@ impl State {
                             .map(|(i, k)| format!("stream#{i} {k:.2}")),
                     )
                     .collect();
-                let text = match (shedding, keeps.is_empty()) {
+                let mut text = match (shedding, keeps.is_empty()) {
                     (false, _) => "plan: not shedding".to_string(),
                     (true, true) => "plan: shedding, keeping all".to_string(),
                     (true, false) => format!("plan: shedding, keep {}", keeps.join(", ")),
                 };
+                // A run of plan changes is one line, the latest, with how many it stands for.
+                if let Some(last) = self.log.back()
+                    && last.text.starts_with("plan: ")
+                {
+                    self.plan_run += 1;
+                    text.push_str(&format!(" ({} changes)", self.plan_run));
+                    self.log.pop_back();
+                } else {
+                    self.plan_run = 1;
+                }
                 self.log(at, LogKind::Info, text);
             }
             Event::ViolationBegan {

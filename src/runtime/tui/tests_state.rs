@@ -189,6 +189,12 @@ fn plan_changes_malformed_and_stops_are_logged() {
         stream_keep: vec![1.0],
         query_keep: vec![0.42, 1.0],
     }));
+    s.apply(Msg::Event(Event::PlanChanged {
+        at: S,
+        shedding: true,
+        stream_keep: vec![1.0],
+        query_keep: vec![0.30, 1.0],
+    }));
     s.apply(Msg::Event(Event::Malformed {
         at: S,
         stream: 0,
@@ -201,7 +207,8 @@ fn plan_changes_malformed_and_stops_are_logged() {
         abort: false,
     }));
     let texts: Vec<&str> = s.log.iter().map(|l| l.text.as_str()).collect();
-    assert_eq!(texts[1], "plan: shedding, keep hot 0.42");
+    // Consecutive plan changes share one line: the latest, counted.
+    assert_eq!(texts[1], "plan: shedding, keep hot 0.30 (2 changes)");
     assert_eq!(texts[2], "readings: 3 malformed, e.g. line 7: not a number");
     assert!(texts[3].starts_with("stop requested: draining"));
     assert!(s.stopping);
