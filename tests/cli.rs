@@ -177,23 +177,34 @@ fn sigterm_stops_cleanly_with_exit_143() {
 #[test]
 #[allow(clippy::disallowed_methods)] // the wall time a user waits is the point here
 fn a_second_ctrl_c_aborts_an_overloaded_run_at_once() {
-    // No shedding at 3x overload: queues are deep, a clean stop would drain them.
+    // No shedding at many times capacity: queues are seconds deep, a clean stop would
+    // take seconds to drain them.
+    let dir = tempfile::tempdir().unwrap();
+    let w = dir.path().join("deep.yaml");
+    std::fs::write(
+        &w,
+        "name: deep\nengine: {queue_capacity: 50000000}\nstreams:\n  s: {schema: {k: int}, rate: 3000000}\n\
+         queries:\n  slow:\n    sql: SELECT k, COUNT(*) AS n FROM s GROUP BY k, \
+         HOP(PROCTIME(), INTERVAL '10' MILLISECOND, INTERVAL '1' SECOND)\n    sink: none\n",
+    )
+    .unwrap();
     let started = std::time::Instant::now();
     let (code, rest) = signal_after_first_status(
-        &[
-            "run",
-            "workloads/overload.yaml",
-            "--policy",
-            "policies/none.yaml",
-            "--duration",
-            "60s",
-        ],
+        &["run", w.to_str().unwrap(), "--duration", "60s"],
         &["-INT", "-INT"],
     );
     assert_eq!(code, Some(130), "{rest}");
     assert!(rest.contains("aborting without draining"), "{rest}");
     // The summary still comes (observers saw the end), and nothing is unaccounted.
-    assert!(rest.contains("summary of `overload`"), "{rest}");
+    assert!(rest.contains("summary of `deep`"), "{rest}");
+    // Aborted, not drained: tuples were still queued, and the ledger says so.
+    let queued: u64 = rest
+        .split("+ queued ")
+        .nth(1)
+        .and_then(|t| t.split(' ').next())
+        .and_then(|t| t.parse().ok())
+        .unwrap_or_else(|| panic!("no ledger in {rest}"));
+    assert!(queued > 0, "{rest}");
     assert!(!rest.contains("VIOLATED"), "{rest}");
     assert!(
         started.elapsed().as_secs() < 30,

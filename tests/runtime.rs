@@ -245,6 +245,7 @@ queries:
     let mut outputs = Outputs::new(&mut sinks, 2);
     let summary = run_live(
         LiveRun {
+            policy_switch: None,
             workload: &w,
             policy: Policy::none(),
             sources,

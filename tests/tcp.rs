@@ -97,6 +97,7 @@ fn run(w: &Workload, source: TcpSource, until: &mut Until) -> RunSummary {
     let sources: Vec<Box<dyn Source>> = vec![Box::new(source)];
     let summary = run_live(
         LiveRun {
+            policy_switch: None,
             workload: w,
             policy: Policy::none(),
             sources,

@@ -171,6 +171,7 @@ fn tcp_run(w: &Workload, bytes: &[u8], lines: u64, conns: usize) -> Result<Nanos
     let sources: Vec<Box<dyn Source>> = vec![Box::new(source)];
     let summary = run_live(
         LiveRun {
+            policy_switch: None,
             workload: w,
             policy: spec::Policy::none(),
             sources,

@@ -10,6 +10,7 @@ mod experiment;
 mod produce;
 mod query;
 mod run;
+mod run_tui;
 
 use std::process::ExitCode;
 

@@ -7,6 +7,7 @@ use std::process::ExitCode;
 
 use clap::Args;
 
+use super::run_tui::TuiRun;
 use super::{Failure, load_workload};
 use crate::runtime::assemble::{Sinks, engine_for, shell_runtime, sinks_for, sources_for};
 use crate::runtime::clock::WallClock;
@@ -61,6 +62,10 @@ pub struct RunArgs {
     /// SPILLWAY_CONTROL_TOKEN environment variable, if set).
     #[arg(long, value_name = "FILE")]
     pub control_token_file: Option<PathBuf>,
+    /// Full-screen terminal dashboard instead of status lines (q quits, ? lists the keys);
+    /// a simulated run then plays at --speed (default 1).
+    #[arg(long)]
+    pub tui: bool,
 }
 
 /// The policy a run uses: `--policy` (relative to the current directory), else the
@@ -112,6 +117,8 @@ pub fn run(args: RunArgs) -> Result<ExitCode, Failure> {
     };
     let mut pacer = match (args.speed, simulated) {
         (None, _) => None,
+        // The dashboard paces simulated runs itself.
+        (Some(_), true) if args.tui => None,
         (Some(x), true) if x.is_finite() && x > 0.0 => Some(Pacer::new(x)),
         (Some(x), true) => {
             return Err(Failure::BadInput(format!(
@@ -147,6 +154,22 @@ pub fn run(args: RunArgs) -> Result<ExitCode, Failure> {
     let stop = StopHandle::new();
     watch_signals(&runtime, stop.clone());
     let mut status = StatusObserver::new(args.quiet);
+    let mut tui = match args.tui {
+        true => Some(TuiRun::open(
+            &w,
+            &policy,
+            &stop,
+            settings.is_some().then(|| args.speed.unwrap_or(1.0)),
+            &mut sinks,
+            args.out.is_some(),
+        )?),
+        false => None,
+    };
+    let switch = tui.as_ref().map(|t| t.switch.clone());
+    let sources = match &tui {
+        Some(t) => t.sources(&w)?,
+        None => sources_for(&w)?,
+    };
     let metrics = match args.metrics_addr {
         Some(addr) => Some(MetricsServer::start(addr, &runtime).map_err(anyhow::Error::from)?),
         None => None,
@@ -156,11 +179,17 @@ pub fn run(args: RunArgs) -> Result<ExitCode, Failure> {
     }
     let mut metrics_observer = metrics.as_ref().map(|m| MetricsObserver::new(m.recorder()));
     // The pacer goes first: each tick is published once wall time has caught up with it.
+    // The dashboard paces simulated runs itself.
     let mut list: Vec<&mut dyn Observer> = Vec::new();
-    if let Some(p) = &mut pacer {
-        list.push(p);
+    match &mut tui {
+        Some(t) => list.extend(t.observers()),
+        None => {
+            if let Some(p) = &mut pacer {
+                list.push(p);
+            }
+            list.push(&mut status);
+        }
     }
-    list.push(&mut status);
     if let Some(o) = &mut metrics_observer {
         list.push(o);
     }
@@ -181,9 +210,10 @@ pub fn run(args: RunArgs) -> Result<ExitCode, Failure> {
             LiveRun {
                 workload: &w,
                 policy,
-                sources: sources_for(&w)?,
+                sources,
                 duration: args.duration,
                 stop: stop.clone(),
+                policy_switch: switch,
             },
             live.unwrap_or(LiveChanges {
                 script: Vec::new(),
@@ -197,7 +227,8 @@ pub fn run(args: RunArgs) -> Result<ExitCode, Failure> {
         Some(settings) => {
             let clock = WallClock::start();
             let mut controller =
-                Controller::new(&w, &mut engine, policy, settings.cores, w.engine.tick, 0);
+                Controller::new(&w, &mut engine, policy, settings.cores, w.engine.tick, 0)
+                    .with_switch(switch);
             let report = run_simulated_script(
                 &w,
                 engine,
@@ -240,6 +271,10 @@ pub fn run(args: RunArgs) -> Result<ExitCode, Failure> {
         m.linger(linger, &stop);
     }
     runtime.shutdown_timeout(std::time::Duration::from_millis(100));
+    if let Some(t) = &tui {
+        // The dashboard has given the terminal back: now the summary it kept off screen.
+        eprint!("{}{}", status::summary(&summary), t.closing_lines());
+    }
     let failed_sinks = summary.undelivered.iter().any(|n| *n > 0);
     if failed_sinks {
         return Err(Failure::Other(anyhow::anyhow!(

@@ -221,6 +221,7 @@ fn live(
     let mut rec = Recorder::new();
     let mut observers = Observers::new(vec![&mut rec]);
     let run = LiveRun {
+        policy_switch: None,
         workload: w,
         policy,
         sources: sources_for(w)?,

@@ -161,6 +161,7 @@ pub fn run_headless(
         sources: sources_for(w)?,
         duration,
         stop: StopHandle::new(),
+        policy_switch: None,
     };
     let summary = run_live(run, &runtime, engine, &mut outputs, observers);
     runtime.shutdown_timeout(std::time::Duration::from_millis(100));

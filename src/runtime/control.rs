@@ -7,6 +7,7 @@ use crate::core::engine::{DropRules, Engine};
 use crate::core::expr::Expr;
 use crate::core::plan::{PlanBody, TimeSource};
 use crate::core::schema::Nanos;
+use crate::runtime::controls::PolicySwitch;
 use crate::runtime::monitor::{Monitor, QosSnapshot};
 use crate::shed::{
     LatencyInput, QueryDrop, QueryInput, ShedInput, ShedKind, ShedPlan, ShedState, StreamInput,
@@ -43,6 +44,8 @@ pub struct Controller {
     history: RunHistory,
     /// The last report, whose plan a final `measure` repeats.
     last: Option<ControlReport>,
+    /// Where a policy change asked for during the run (the dashboard's `s`) comes from.
+    switch: Option<PolicySwitch>,
 }
 
 /// What the control loop saw over a whole run, for the summary.
@@ -58,6 +61,8 @@ pub struct RunHistory {
     /// Per query: utility summed over ticks (for the mean) and its minimum.
     pub utility_sum: Vec<f64>,
     pub utility_min: Vec<f64>,
+    /// Times the policy was changed during the run (the dashboard's `s` key).
+    pub policy_switches: u64,
 }
 
 impl Controller {
@@ -86,6 +91,7 @@ impl Controller {
             window_rules,
             installed_queue: false,
             last: None,
+            switch: None,
             history: RunHistory {
                 stream_min_keep: vec![1.0; engine.stream_count()],
                 query_min_keep: vec![1.0; engine.query_count()],
@@ -100,6 +106,26 @@ impl Controller {
     pub fn with_model_costs(mut self, costs: Vec<f64>) -> Controller {
         self.model_costs = Some(costs);
         self
+    }
+
+    /// Takes policy changes from `switch` at the start of each tick.
+    pub fn with_switch(mut self, switch: Option<PolicySwitch>) -> Controller {
+        self.switch = switch;
+        self
+    }
+
+    /// Replaces the policy from now on: every drop point keeps everything again, the queue
+    /// bound becomes the new policy's (or the workload's), and the shedder starts afresh.
+    pub fn switch_policy(&mut self, engine: &mut Engine, policy: Policy, queue_capacity: usize) {
+        engine.install(&DropRules {
+            streams: vec![DropRule::KeepAll; engine.stream_count()],
+            queries: vec![DropRule::KeepAll; engine.query_count()],
+            queue_capacity: Some(policy.queue_capacity.unwrap_or(queue_capacity)),
+        });
+        self.installed_queue = true;
+        self.policy = policy;
+        self.state = ShedState::new();
+        self.history.policy_switches += 1;
     }
 
     pub fn policy(&self) -> &Policy {
@@ -146,9 +172,12 @@ impl Controller {
     }
 
     /// Measures the tick ending at `now`, plans, installs, and reports. The query set and
-    /// QoS are the controller's own (as added, patched and removed since `new`); `_w` is
-    /// kept for callers written before queries could change.
-    pub fn tick(&mut self, engine: &mut Engine, now: Nanos, _w: &Workload) -> ControlReport {
+    /// QoS are the controller's own (as added, patched and removed since `new`); `w` only
+    /// gives the engine's queue capacity for a policy switched from outside.
+    pub fn tick(&mut self, engine: &mut Engine, now: Nanos, w: &Workload) -> ControlReport {
+        if let Some(p) = self.switch.as_ref().and_then(PolicySwitch::take) {
+            self.switch_policy(engine, p, w.engine.queue_capacity);
+        }
         let mut qos = self.monitor.tick(engine, now);
         if !self.installed_queue {
             if let Some(c) = self.policy.queue_capacity {

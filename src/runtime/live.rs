@@ -15,6 +15,7 @@ use crossbeam_channel::TryRecvError;
 
 use super::clock::WallClock;
 use super::control::Controller;
+use super::controls::PolicySwitch;
 use super::frontier::stream_frontier;
 use super::inbox::{Inbox, Site};
 use super::manage::{Manager, Scripted};
@@ -35,6 +36,8 @@ pub struct LiveRun<'a> {
     /// Overrides the workload's duration.
     pub duration: Option<Nanos>,
     pub stop: StopHandle,
+    /// Policy changes asked for during the run (the dashboard), if any.
+    pub policy_switch: Option<PolicySwitch>,
 }
 
 /// How often sinks are flushed.
@@ -84,6 +87,7 @@ pub fn run_live_managed(
         sources,
         duration,
         stop,
+        policy_switch,
     } = run;
     let clock = WallClock::start();
     let duration = duration.or(workload.duration);
@@ -100,7 +104,8 @@ pub fn run_live_managed(
         1.0,
         workload.engine.tick,
         clock.now(),
-    );
+    )
+    .with_switch(policy_switch);
     let batch_size = workload.engine.batch_size.max(1);
     let tick = workload.engine.tick.max(1_000_000);
     let sources_stop = Arc::new(AtomicBool::new(false));

@@ -10,6 +10,7 @@ pub mod assemble;
 #[cfg(feature = "shell")]
 pub mod clock;
 pub mod control;
+pub mod controls;
 pub mod frontier;
 #[cfg(feature = "shell")]
 pub mod inbox;
@@ -35,3 +36,5 @@ pub mod source;
 pub mod sources;
 pub mod status;
 pub mod stop;
+#[cfg(feature = "shell")]
+pub mod tui;

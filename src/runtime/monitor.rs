@@ -8,7 +8,7 @@ use hdrhistogram::Histogram;
 use crate::core::engine::{Engine, ValueObserver};
 use crate::core::schema::Nanos;
 use crate::core::stats::{EngineSnapshot, latency_histogram};
-use crate::qos::{CostModel, Ewma, SlidingHistogram, ValueHistogram, loss_utility};
+use crate::qos::{Binning, CostModel, Ewma, SlidingHistogram, ValueHistogram, loss_utility};
 use crate::spec::{QosSpec, Workload};
 
 /// Bins of a value histogram between the first and last point of a value-utility curve.
@@ -58,6 +58,9 @@ pub struct QueryQos {
     pub queue_full: u64,
     /// The query was removed: its figures are final.
     pub removed: bool,
+    /// The value histogram of the query's value-QoS field (decayed counts per bin of the
+    /// binning, under- and overflow bins included), for dashboards; `None` without one.
+    pub values: Option<(Binning, Vec<f64>)>,
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -343,6 +346,10 @@ impl Monitor {
                 shed: q.shed(),
                 queue_full: q.queue_full(),
                 removed: t.removed,
+                values: t
+                    .value
+                    .as_ref()
+                    .map(|(h, _, _)| (h.binning(), h.counts().to_vec())),
             });
         }
         engine.reset_tick_latency();

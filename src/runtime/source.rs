@@ -19,6 +19,7 @@ use std::time::Duration;
 use crossbeam_channel::{Receiver, Sender, TrySendError};
 
 use super::clock::WallClock;
+use super::controls::RateScale;
 use super::frontier::SourceFrontier;
 use crate::core::batch::Batch;
 use crate::core::schema::Nanos;
@@ -169,6 +170,17 @@ pub fn source_for(spec: &StreamSpec) -> std::io::Result<Box<dyn Source>> {
     })
 }
 
+/// As `source_for`, with paced generators' rates multiplied by `scale` as it changes
+/// (other kinds keep their own pace).
+pub fn scaled_source_for(spec: &StreamSpec, scale: &RateScale) -> std::io::Result<Box<dyn Source>> {
+    match &spec.source.kind {
+        SourceKind::Generator(g) => Ok(Box::new(
+            GeneratorSource::new(spec, g).with_scale(scale.clone()),
+        )),
+        _ => source_for(spec),
+    }
+}
+
 /// Generates a stream at its rate profile on the wall clock: every millisecond it sends
 /// what is due by now (as fast as the engine takes it when `unlimited`), stamped with the
 /// current time.
@@ -176,6 +188,8 @@ pub struct GeneratorSource {
     generator: StreamGenerator,
     spec: GeneratorSpec,
     types: Vec<crate::core::schema::DataType>,
+    /// A live factor on the rate profile (the dashboard's `+`/`-`); none: exactly the profile.
+    scale: Option<RateScale>,
 }
 
 impl GeneratorSource {
@@ -184,7 +198,14 @@ impl GeneratorSource {
             generator: StreamGenerator::new(&stream.schema, g.fields.clone(), g.seed),
             spec: g.clone(),
             types: stream.schema.types(),
+            scale: None,
         }
+    }
+
+    /// Multiplies the rate profile by `scale` from each moment on (an unlimited rate stays so).
+    pub fn with_scale(mut self, scale: RateScale) -> GeneratorSource {
+        self.scale = Some(scale);
+        self
     }
 
     async fn produce(mut self, ctx: SourceContext) {
@@ -192,11 +213,21 @@ impl GeneratorSource {
         let unlimited = self.spec.rate.is_unlimited();
         let start = ctx.clock.epoch_at_start();
         let mut sent: u64 = 0;
+        // Scaled: what the profile makes due since the last look, times the scale then.
+        let (mut profile_due, mut scaled_due) = (0u64, 0.0f64);
         while !ctx.stopped() && sent < limit {
             let due = if unlimited {
                 sent + (BURST * ctx.batch_size) as u64
             } else {
-                self.spec.rate.count_until(ctx.clock.now() - start)
+                let now_due = self.spec.rate.count_until(ctx.clock.now() - start);
+                match &self.scale {
+                    None => now_due,
+                    Some(k) => {
+                        scaled_due += now_due.saturating_sub(profile_due) as f64 * k.get();
+                        profile_due = now_due;
+                        scaled_due as u64
+                    }
+                }
             }
             .min(limit);
             let mut burst = 0;

@@ -168,7 +168,14 @@ pub fn summary(r: &RunSummary) -> String {
             let _ = writeln!(s, "    sink failed: {n} result rows not delivered");
         }
     }
-    if r.shedding_policy {
+    if r.history.policy_switches > 0 {
+        let _ = writeln!(
+            s,
+            "  policy changed {} time(s) during the run",
+            r.history.policy_switches
+        );
+    }
+    if r.shedding_policy || r.history.policy_switches > 0 {
         s.push_str(&shedding_summary(&r.history, snap));
     }
     if r.ledger_violations > 0 {
