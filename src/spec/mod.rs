@@ -17,6 +17,7 @@ mod de;
 mod de_access;
 mod de_entry;
 mod de_named;
+mod depth;
 mod distribution;
 mod duplicates;
 mod duration;

@@ -1,0 +1,59 @@
+//! Hostile input as a new user might write it (issue 9): every case ends promptly, with
+//! exit code 2 and a located message when the input is bad, never a hang or a panic.
+//! Wall-clock checks are the point here, so `Instant::now` is allowed.
+#![allow(clippy::disallowed_methods)]
+
+use std::process::{Command, Output};
+use std::time::{Duration, Instant};
+
+fn spillway() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_spillway"))
+}
+
+/// Writes `text` to a fresh file named after the test and runs `spillway <args> <file>`.
+fn run_on(name: &str, text: &str, args: &[&str]) -> (Output, Duration) {
+    let dir = std::env::temp_dir().join(format!("spillway-hardening-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join(format!("{name}.yaml"));
+    std::fs::write(&path, text).unwrap();
+    let t = Instant::now();
+    let out = spillway().args(args).arg(&path).output().unwrap();
+    (out, t.elapsed())
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+#[test]
+fn a_200_kb_file_of_nested_brackets_is_rejected_fast() {
+    let text = format!("name: deep\nstreams: {}", "[".repeat(200_000));
+    let (out, took) = run_on("brackets", &text, &["check"]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(took < Duration::from_millis(900), "took {took:?}");
+    let err = stderr(&out);
+    assert!(err.contains("brackets.yaml:2:"), "{err}");
+    assert!(err.contains("nests deeper than 64"), "{err}");
+}
+
+#[test]
+fn deeply_nested_sql_is_rejected_fast() {
+    let sql = format!(
+        "SELECT {}x{} AS x FROM s",
+        "(".repeat(50_000),
+        ")".repeat(50_000)
+    );
+    let text = format!(
+        "name: deep\nduration: 1s\nstreams:\n  s:\n    schema: {{a: int}}\n    rate: 10\n    \
+         fields: {{a: {{uniform: {{min: 0, max: 9}}}}}}\nqueries:\n  q:\n    sql: \"{sql}\"\n"
+    );
+    let (out, took) = run_on("sql", &text, &["check"]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(took < Duration::from_millis(900), "took {took:?}");
+    let err = stderr(&out);
+    assert!(
+        err.contains("sql.yaml:10:") && err.contains("nested too deeply"),
+        "{err}"
+    );
+    assert_eq!(err.lines().count(), 1, "only the SQL is wrong: {err}");
+}
