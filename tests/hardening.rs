@@ -57,3 +57,52 @@ fn deeply_nested_sql_is_rejected_fast() {
     );
     assert_eq!(err.lines().count(), 1, "only the SQL is wrong: {err}");
 }
+
+/// A timestamp `sequence` that runs past i64::MAX within a few tuples.
+const WRAPPING: &str = "name: wrap
+duration: 2s
+engine: {mode: simulated}
+streams:
+  s:
+    schema: {k: int, ts: timestamp}
+    event_time: ts
+    rate: 100
+    fields:
+      k: {uniform: {min: 1, max: 3}}
+      ts: {sequence: {start: 9223372036, step: 100ms}}
+queries:
+  q:
+    sql: SELECT k, COUNT(*) AS n FROM s GROUP BY k, TUMBLE(ts, INTERVAL '1' SECOND)
+    cost: 10ns
+";
+
+#[test]
+fn a_timestamp_sequence_past_the_64_bit_range_counts_late_and_finishes() {
+    let (out, took) = run_on("wrap", WRAPPING, &["run", "--simulated"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(took < Duration::from_secs(20), "took {took:?}");
+    let err = stderr(&out);
+    assert!(err.contains("-> balanced"), "{err}");
+    let late: u64 = err
+        .split("late (in processed) ")
+        .nth(1)
+        .and_then(|s| s.split_whitespace().next())
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| panic!("no late count: {err}"));
+    assert!(late > 150, "the saturated tuples are late: {err}");
+}
+
+#[test]
+fn a_timestamp_sequence_that_overflows_within_its_count_is_rejected() {
+    let text = WRAPPING.replace("    rate: 100\n", "    rate: 100\n    count: 50\n");
+    let (out, _) = run_on("wrap-count", &text, &["check"]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    let err = stderr(&out);
+    assert!(
+        err.contains("wrap-count.yaml:12:") && err.contains("overflows 64 bits"),
+        "{err}"
+    );
+    let fits = WRAPPING.replace("    rate: 100\n", "    rate: 100\n    count: 5\n");
+    let (out, _) = run_on("wrap-fits", &fits, &["check"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+}

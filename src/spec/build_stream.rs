@@ -2,7 +2,7 @@
 //! distributions. A `StreamSpec` comes out only if all of them are valid; the schema comes
 //! out on its own whenever it is valid, so queries can be checked against it regardless.
 
-use super::build_field::build_field;
+use super::build_field::{build_field, check_sequence_range};
 use super::config::StreamConfig;
 use super::de_named::NamedMap;
 use super::distribution::RateConfig;
@@ -161,6 +161,9 @@ fn build_fields(
         }
         configured[i] = true;
         out[i] = build_field(diag, &p, fc, &schema.fields[i]);
+        if let Some(g) = &out[i] {
+            check_sequence_range(diag, &p, g, config.count);
+        }
     }
     out.into_iter()
         .zip(&schema.fields)

@@ -197,7 +197,11 @@ impl WindowAggregate {
             for (k, enc) in self.encoded.iter().enumerate() {
                 key[k] = enc[row];
             }
-            let mut start = t.div_euclid(slide) * slide;
+            // Checked: a time near the 64-bit bounds has no window and is late.
+            let Some(mut start) = t.div_euclid(slide).checked_mul(slide) else {
+                self.late += 1;
+                continue;
+            };
             let mut placed = false;
             while start.saturating_add(size) > t {
                 if start.saturating_add(size) > closed_to {

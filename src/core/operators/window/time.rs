@@ -65,7 +65,7 @@ impl WindowAggregate {
     pub(super) fn next_end_after(&self, t: i64) -> i64 {
         let (size, slide) = (self.plan.window.size, self.plan.window.slide);
         // Ends are k*slide + size; find the smallest k with k*slide + size > t.
-        let k = (t - size).div_euclid(slide) + 1;
+        let k = t.saturating_sub(size).div_euclid(slide).saturating_add(1);
         k.saturating_mul(slide).saturating_add(size)
     }
 
