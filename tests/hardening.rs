@@ -106,3 +106,29 @@ fn a_timestamp_sequence_that_overflows_within_its_count_is_rejected() {
     let (out, _) = run_on("wrap-fits", &fits, &["check"]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
 }
+
+#[test]
+fn more_queries_than_engine_max_queries_is_bad_input() {
+    let mut text = String::from(
+        "name: many\nengine: {max_queries: 2}\nstreams:\n  s:\n    schema: {a: int}\n    \
+         rate: 10\nqueries:\n",
+    );
+    for i in 0..3 {
+        text.push_str(&format!(
+            "  q{i}:\n    sql: SELECT a FROM s WHERE a = {i}\n"
+        ));
+    }
+    let (out, _) = run_on("many", &text, &["check"]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    let err = stderr(&out);
+    assert!(
+        err.contains("many.yaml:7:") && err.contains("exceed engine.max_queries (2)"),
+        "{err}"
+    );
+    let (out, _) = run_on(
+        "many-ok",
+        &text.replace("max_queries: 2", "max_queries: 3"),
+        &["check"],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+}

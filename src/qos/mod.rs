@@ -5,6 +5,7 @@
 
 mod cost;
 mod ewma;
+mod latency_window;
 mod load;
 mod load_graph;
 mod sliding;
@@ -13,6 +14,7 @@ mod value_hist;
 
 pub use cost::CostModel;
 pub use ewma::Ewma;
+pub use latency_window::LatencyWindow;
 pub use load::{LoadReport, QueryLoad, StreamLoad, engine_load, stream_coefficients};
 pub use load_graph::{ArcId, LoadGraph, LoadGraphError, OpId};
 pub use sliding::SlidingHistogram;

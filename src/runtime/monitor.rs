@@ -3,12 +3,10 @@
 //! latency percentiles over a sliding window, delivered fractions and utilities, checks the
 //! conservation ledger, and publishes the result as a `QosSnapshot`.
 
-use hdrhistogram::Histogram;
-
 use crate::core::engine::{Engine, ValueObserver};
 use crate::core::schema::Nanos;
-use crate::core::stats::{EngineSnapshot, latency_histogram};
-use crate::qos::{CostModel, Ewma, ValueHistogram, loss_utility};
+use crate::core::stats::EngineSnapshot;
+use crate::qos::{CostModel, Ewma, LatencyWindow, ValueHistogram, loss_utility};
 use crate::spec::{QosSpec, Workload};
 
 /// Bins of a value histogram between the first and last point of a value-utility curve.
@@ -82,11 +80,10 @@ struct QueryTrack {
     qos: Option<QosSpec>,
     cost: CostModel,
     delivered: Ewma,
-    ring: Vec<Histogram<u64>>,
-    sum: Histogram<u64>,
-    /// Scratch for the control signal's short window (reused, not reallocated per tick).
-    recent: Histogram<u64>,
-    next: usize,
+    /// Latencies of the last `window_ticks` ticks, sparse (an idle query holds nothing).
+    latency: LatencyWindow,
+    /// Ticks in the window (the length of `counts`).
+    window: usize,
     /// (processed, results, seconds) of each tick in the window.
     counts: std::collections::VecDeque<(f64, f64, f64)>,
     /// Value histogram of the query's value-QoS field and its engine observer index.
@@ -100,6 +97,8 @@ pub struct Monitor {
     prev_at: Nanos,
     violations: u64,
     overhead: Ewma,
+    /// Percentile scratch shared by every query.
+    scratch: Vec<(u64, u64)>,
 }
 
 impl Monitor {
@@ -131,12 +130,8 @@ impl Monitor {
                     qos: q.qos.clone(),
                     cost: CostModel::default(),
                     delivered: Ewma::new(ALPHA),
-                    ring: (0..window_ticks.max(1))
-                        .map(|_| latency_histogram())
-                        .collect(),
-                    sum: latency_histogram(),
-                    recent: latency_histogram(),
-                    next: 0,
+                    latency: LatencyWindow::new(window_ticks),
+                    window: window_ticks.max(1),
                     counts: std::collections::VecDeque::new(),
                     value,
                 }
@@ -149,6 +144,7 @@ impl Monitor {
             prev_at: start,
             violations: 0,
             overhead: Ewma::new(ALPHA),
+            scratch: Vec::new(),
         }
     }
 
@@ -207,12 +203,7 @@ impl Monitor {
                 t.delivered.update(1.0 - dropped as f64 / offered);
             }
             // Slide the latency window by one tick.
-            let tick = engine.tick_latency(qi);
-            let _ = t.sum.subtract(&t.ring[t.next]);
-            t.ring[t.next].reset();
-            let _ = t.ring[t.next].add(tick);
-            let _ = t.sum.add(tick);
-            t.next = (t.next + 1) % t.ring.len();
+            t.latency.push(engine.tick_latency(qi));
             if let Some((hist, stream, obs)) = &mut t.value {
                 hist.decay(VALUE_DECAY);
                 let counts = &engine.value_counts(*stream, *obs).counts;
@@ -220,7 +211,7 @@ impl Monitor {
                     hist.add_to_bin(i, c as f64);
                 }
             }
-            if t.counts.len() == t.ring.len() {
+            if t.counts.len() == t.window {
                 t.counts.pop_front();
             }
             t.counts
@@ -233,19 +224,10 @@ impl Monitor {
             let target = t.qos.as_ref().and_then(|s| s.latency);
             // The control signal looks at the last `CONTROL_TICKS` ticks only: a longer
             // window would keep reporting a backlog long gone and make the loop overshoot.
+            let scratch = &mut self.scratch;
             let latency = target.map(|l| {
-                let n = t.ring.len();
-                let recent = &mut t.recent;
-                recent.reset();
-                for k in 1..=CONTROL_TICKS.min(n) {
-                    let _ = recent.add(&t.ring[(t.next + n - k) % n]);
-                }
-                let at = if recent.is_empty() {
-                    0
-                } else {
-                    recent.value_at_percentile(l.percentile) as Nanos
-                };
-                at.max(queue_delay)
+                let at = t.latency.percentile(l.percentile, CONTROL_TICKS, scratch);
+                (at.unwrap_or(0) as Nanos).max(queue_delay)
             });
             let delivered = t.delivered.value().unwrap_or(1.0);
             let curve = t.qos.as_ref().and_then(|s| s.loss_tolerance.as_ref());
@@ -263,8 +245,8 @@ impl Monitor {
                 } else {
                     0.0
                 },
-                p50: percentile(&t.sum, 50.0),
-                p99: percentile(&t.sum, 99.0),
+                p50: t.latency.percentile(50.0, t.window, scratch).unwrap_or(0) as Nanos,
+                p99: t.latency.percentile(99.0, t.window, scratch).unwrap_or(0) as Nanos,
                 latency,
                 target: target.map(|l| l.target),
                 delivered,
@@ -293,14 +275,6 @@ impl Monitor {
             violations: self.violations,
             engine: snap,
         }
-    }
-}
-
-fn percentile(h: &Histogram<u64>, p: f64) -> Nanos {
-    if h.is_empty() {
-        0
-    } else {
-        h.value_at_percentile(p) as Nanos
     }
 }
 

@@ -349,10 +349,10 @@ impl Engine {
                     queued: q.queue.depth() as u64,
                     late: q.pipeline.late(),
                     results: q.stats.results,
-                    p50_interval: hi.value_at_quantile(0.5) as Nanos,
-                    p99_interval: hi.value_at_quantile(0.99) as Nanos,
-                    p50: h.value_at_quantile(0.5) as Nanos,
-                    p99: h.value_at_quantile(0.99) as Nanos,
+                    p50_interval: hi.quantile(0.5) as Nanos,
+                    p99_interval: hi.quantile(0.99) as Nanos,
+                    p50: h.quantile(0.5) as Nanos,
+                    p99: h.quantile(0.99) as Nanos,
                     max: h.max() as Nanos,
                 };
                 if reset_interval {
