@@ -132,3 +132,47 @@ fn more_queries_than_engine_max_queries_is_bad_input() {
     );
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
 }
+
+#[test]
+fn a_zero_duration_is_rejected_on_the_command_line_as_in_the_file() {
+    let out = spillway()
+        .args(["run", "workloads/quickstart.yaml", "--duration", "0"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("positive duration"),
+        "{}",
+        stderr(&out)
+    );
+    let text = std::fs::read_to_string("workloads/quickstart.yaml")
+        .unwrap()
+        .replace("duration: 10s", "duration: 0s");
+    let (out, _) = run_on("zero", &text, &["check"]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("duration must be positive"),
+        "{}",
+        stderr(&out)
+    );
+}
+
+#[test]
+fn float_division_by_zero_gives_0_and_negative_timestamps_print_before_1970() {
+    let text = "name: odd\nduration: 1s\nengine: {mode: simulated}\nstreams:\n  s:\n    \
+                schema: {x: float, ts: timestamp}\n    rate: 10\n    count: 3\n    fields:\n      \
+                x: {constant: 1.5}\n      ts: {constant: 0s}\nqueries:\n  q:\n    \
+                sql: SELECT x / 0.0 AS d, x % 0.0 AS m, ts - 1 AS before FROM s\n    \
+                cost: 1ns\n";
+    let (out, _) = run_on("odd", text, &["run", "--quiet"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let rows = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert_eq!(rows.lines().count(), 3, "{rows}");
+    for row in rows.lines() {
+        assert!(row.contains("\"d\":0,\"m\":0,"), "{row}");
+        assert!(
+            row.contains("\"before\":\"1969-12-31T23:59:59.999Z\""),
+            "{row}"
+        );
+    }
+}

@@ -15,14 +15,14 @@ use crate::runtime::control::Controller;
 use crate::runtime::live::{LiveOptions, run_live, watch_ctrl_c};
 use crate::runtime::simulated::{SimControl, SimSettings, run_simulated};
 use crate::runtime::status;
-use crate::spec::{Mode, Policy, Workload, load_policy, parse_duration};
+use crate::spec::{Mode, Policy, Workload, load_policy, parse_run_duration};
 
 #[derive(Args, Debug)]
 pub struct RunArgs {
     /// The workload YAML file.
     pub workload: PathBuf,
     /// Run for this long instead of the workload's duration (e.g. 5s, 500ms, 2m).
-    #[arg(long, value_parser = parse_duration)]
+    #[arg(long, value_parser = parse_run_duration)]
     pub duration: Option<i64>,
     /// Write each query's results to DIR/<query>.jsonl instead of its configured sink.
     #[arg(long, value_name = "DIR")]

@@ -47,7 +47,7 @@ pub use distribution::{
     BurstsConfig, ChoiceConfig, FieldConfig, Literal, NormalConfig, RampConfig, RateConfig,
     SequenceConfig, SineConfig, StepConfig, UniformConfig, ZipfConfig,
 };
-pub use duration::{DurationConfig, parse_duration};
+pub use duration::{DurationConfig, parse_duration, parse_run_duration};
 pub use error::{SpecError, SpecErrors};
 pub use policy::{Policy, PolicyConfig, load_policy, parse_policy};
 pub use workload::{
