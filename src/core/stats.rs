@@ -95,6 +95,9 @@ pub struct QuerySnapshot {
     pub processed: u64,
     pub queued: u64,
     pub late: u64,
+    /// Windows that closed without a row because every tuple offered to them was lost
+    /// (shed or queue-full): they are missing from the output, not empty.
+    pub windows_lost: u64,
     pub results: u64,
     /// p50 and p99 result latency over the interval, and over the whole run (ns).
     pub p50_interval: Nanos,

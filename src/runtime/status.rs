@@ -127,6 +127,9 @@ pub fn summary(snap: &EngineSnapshot, name: &str, elapsed: Nanos) -> String {
             if q.balances() { "balanced" } else { "VIOLATED" },
             q.late,
         );
+        if q.windows_lost > 0 {
+            let _ = writeln!(s, "    windows lost whole (no row): {}", q.windows_lost);
+        }
         if q.shed() > 0 {
             let parts: Vec<String> = DropReason::ALL
                 .iter()

@@ -61,6 +61,11 @@ impl WindowAggregate {
         self.close(closed_to, None, out);
     }
 
+    /// Every window ending at or before this has been emitted.
+    pub fn closed(&self) -> i64 {
+        self.closed
+    }
+
     /// The smallest window end strictly greater than `t`.
     pub(super) fn next_end_after(&self, t: i64) -> i64 {
         let (size, slide) = (self.plan.window.size, self.plan.window.slide);
