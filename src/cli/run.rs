@@ -21,14 +21,14 @@ use crate::runtime::signals::watch_signals;
 use crate::runtime::simulated::{SimControl, SimSettings, run_simulated_script};
 use crate::runtime::status::{self, StatusObserver};
 use crate::runtime::stop::{StopHandle, StopReason};
-use crate::spec::{Mode, Policy, Workload, load_policy, parse_duration};
+use crate::spec::{Mode, Policy, Workload, load_policy, parse_duration, parse_run_duration};
 
 #[derive(Args, Debug)]
 pub struct RunArgs {
     /// The workload YAML file.
     pub workload: PathBuf,
     /// Run for this long instead of the workload's duration (e.g. 5s, 500ms, 2m).
-    #[arg(long, value_parser = parse_duration)]
+    #[arg(long, value_parser = parse_run_duration)]
     pub duration: Option<i64>,
     /// Write each query's results to DIR/<query>.jsonl instead of its configured sink.
     #[arg(long, value_name = "DIR")]

@@ -136,6 +136,10 @@ fn float_arith(op: BinOp, x: f64, y: f64) -> f64 {
         BinOp::Add => x + y,
         BinOp::Sub => x - y,
         BinOp::Mul => x * y,
+        // As for ints, dividing by zero yields 0: results have no NULL, and JSON has no
+        // infinity (docs/sql.md).
+        BinOp::Div if y == 0.0 => 0.0,
+        BinOp::Mod if y == 0.0 => 0.0,
         BinOp::Div => x / y,
         BinOp::Mod => x % y,
         _ => unreachable!("{op:?} is not arithmetic"),

@@ -4,6 +4,7 @@
 
 use super::batch::{Batch, Column};
 use super::drop::{DropCounts, DropReason, DropRule, bin_of};
+use super::operators::LossKind;
 
 /// What the shedder installs: a rule per stream and per query drop point, and optionally
 /// a new input queue bound (tail-drop).
@@ -70,5 +71,23 @@ pub(super) fn observe(o: &mut ValueObserver, batch: &Batch) {
             }
         }
         _ => {}
+    }
+}
+
+/// How a drop point's discards of one batch (`shed`, by reason) bear on the windows: `None`
+/// if only semantic drops did it (each group's value share already says so); random drops
+/// alone at `keep` in (0, 1) are scaled; window-aware drops alone lose whole groups; any
+/// other loss is unscaled.
+pub(super) fn loss_kind(shed: &DropCounts, keep: f64) -> Option<LossKind> {
+    let total: u64 = shed.iter().sum();
+    let only = |r: DropReason| shed[r.index()] == total;
+    if total == 0 || only(DropReason::ShedSemantic) {
+        None
+    } else if only(DropReason::ShedRandom) && keep > 0.0 && keep < 1.0 {
+        Some(LossKind::Scaled)
+    } else if only(DropReason::ShedWindow) {
+        Some(LossKind::WholeGroups)
+    } else {
+        Some(LossKind::Unscaled)
     }
 }

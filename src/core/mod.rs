@@ -15,3 +15,4 @@ pub mod queue;
 pub mod scheduler;
 pub mod schema;
 pub mod stats;
+pub mod timefmt;

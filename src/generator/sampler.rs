@@ -153,8 +153,10 @@ impl Sampler {
             (Sampler::NormalFloat(d), Column::Float(v)) => v.extend((0..n).map(|_| rng.sample(d))),
             (Sampler::Zipf(d), Column::Int(v)) => v.extend((0..n).map(|_| rng.sample(d) as i64)),
             (Sampler::SeqInt { start, step }, Column::Int(v)) => v.extend((0..n).map(|k| {
-                let i = run.first_index.wrapping_add(k as u64) as i64;
-                start.wrapping_add(step.wrapping_mul(i))
+                // Saturating, never wrapping: a sequence that runs past the 64-bit range
+                // stays at the bound (a window counts such tuples as late).
+                let i = i64::try_from(run.first_index.saturating_add(k as u64)).unwrap_or(i64::MAX);
+                start.saturating_add(step.saturating_mul(i))
             })),
             (Sampler::SeqFloat { start, step }, Column::Float(v)) => {
                 v.extend((0..n).map(|k| start + (run.first_index + k as u64) as f64 * step))

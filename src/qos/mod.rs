@@ -5,14 +5,14 @@
 
 mod cost;
 mod ewma;
+mod latency_window;
 mod load;
-mod sliding;
 mod utility;
 mod value_hist;
 
 pub use cost::CostModel;
 pub use ewma::Ewma;
+pub use latency_window::LatencyWindow;
 pub use load::{LoadReport, QueryLoad, StreamLoad, engine_load, stream_coefficients};
-pub use sliding::SlidingHistogram;
 pub use utility::{UtilityCurve, loss_between, loss_slope, loss_utility};
 pub use value_hist::{Binning, ValueHistogram};

@@ -7,8 +7,8 @@ use hdrhistogram::Histogram;
 
 use crate::core::engine::{Engine, ValueObserver};
 use crate::core::schema::Nanos;
-use crate::core::stats::{EngineSnapshot, latency_histogram};
-use crate::qos::{Binning, CostModel, Ewma, SlidingHistogram, ValueHistogram, loss_utility};
+use crate::core::stats::EngineSnapshot;
+use crate::qos::{Binning, CostModel, Ewma, LatencyWindow, ValueHistogram, loss_utility};
 use crate::spec::{QosSpec, Workload};
 
 /// Bins of a value histogram between the first and last point of a value-utility curve.
@@ -17,11 +17,8 @@ pub const VALUE_BINS: usize = 32;
 const VALUE_DECAY: f64 = 0.8;
 /// Smoothing of rates and costs (weight of the newest tick).
 const ALPHA: f64 = 0.5;
-/// Slots of result latency the control signal is computed over (ticks, unless a slot
-/// spans several).
-const CONTROL_SLOTS: usize = 2;
-/// At most this many latency histograms per query in the sliding window.
-pub const MAX_SLOTS: usize = 20;
+/// Ticks of result latency the control signal is computed over.
+const CONTROL_TICKS: usize = 2;
 
 /// One query as the monitor sees it at a tick.
 #[derive(Clone, Debug, PartialEq)]
@@ -90,13 +87,11 @@ struct QueryTrack {
     qos: Option<QosSpec>,
     cost: CostModel,
     delivered: Ewma,
-    /// Result latency over the last second, in slots of `ticks_per_slot` ticks.
-    window: SlidingHistogram,
-    ticks_in_slot: usize,
-    /// The last tick's result latencies (what observers fold into their own buckets).
-    last_tick: Histogram<u64>,
-    /// Scratch for the control signal's short window (reused, not reallocated per tick).
-    recent: Histogram<u64>,
+    /// Latencies of the last `window_ticks` ticks, sparse (an idle query holds nothing).
+    latency: LatencyWindow,
+    /// The last tick's result latencies (what observers fold into their own buckets);
+    /// allocated at the query's first result.
+    last_tick: Option<Histogram<u64>>,
     /// (processed, results, seconds) of each tick in the window.
     counts: std::collections::VecDeque<(f64, f64, f64)>,
     /// Value histogram of the query's value-QoS field and its engine observer index.
@@ -106,13 +101,7 @@ struct QueryTrack {
 }
 
 /// A fresh track for query `qi` of `engine` under `qos`, registering its value observer.
-fn track(
-    engine: &mut Engine,
-    qi: usize,
-    qos: Option<QosSpec>,
-    window_ticks: usize,
-    ticks_per_slot: usize,
-) -> QueryTrack {
+fn track(engine: &mut Engine, qi: usize, qos: Option<QosSpec>, window_ticks: usize) -> QueryTrack {
     let value = qos.as_ref().and_then(|qos| qos.value.as_ref()).map(|v| {
         let hist = ValueHistogram::new(&v.curve, VALUE_BINS);
         let b = hist.binning();
@@ -133,10 +122,8 @@ fn track(
         qos,
         cost: CostModel::default(),
         delivered: Ewma::new(ALPHA),
-        window: SlidingHistogram::new(window_ticks.div_ceil(ticks_per_slot)),
-        ticks_in_slot: 0,
-        last_tick: latency_histogram(),
-        recent: latency_histogram(),
+        latency: LatencyWindow::new(window_ticks),
+        last_tick: None,
         counts: std::collections::VecDeque::new(),
         value,
         removed: false,
@@ -145,15 +132,17 @@ fn track(
 
 pub struct Monitor {
     queries: Vec<QueryTrack>,
-    /// Ticks per latency slot: 1 unless a short tick would need more than `MAX_SLOTS`
-    /// histograms for one second (memory stays bounded whatever the tick).
-    ticks_per_slot: usize,
+    /// Ticks in the latency and rate windows (one second of ticks).
     window_ticks: usize,
+    /// What `tick_latency` shows for a query that has no result yet.
+    empty: Histogram<u64>,
     rates: Vec<Ewma>,
     prev: Option<EngineSnapshot>,
     prev_at: Nanos,
     violations: u64,
     overhead: Ewma,
+    /// Percentile scratch shared by every query.
+    scratch: Vec<(u64, u64)>,
 }
 
 impl Monitor {
@@ -161,29 +150,29 @@ impl Monitor {
     /// `window_ticks` ticks, and registers value observers for value-QoS fields.
     pub fn new(w: &Workload, engine: &mut Engine, window_ticks: usize, start: Nanos) -> Monitor {
         let window_ticks = window_ticks.max(1);
-        let ticks_per_slot = window_ticks.div_ceil(MAX_SLOTS);
         let queries = w
             .queries
             .iter()
             .enumerate()
-            .map(|(qi, q)| track(engine, qi, q.qos.clone(), window_ticks, ticks_per_slot))
+            .map(|(qi, q)| track(engine, qi, q.qos.clone(), window_ticks))
             .collect();
         Monitor {
             queries,
-            ticks_per_slot,
             window_ticks,
+            empty: crate::core::stats::latency_histogram(),
             rates: w.streams.iter().map(|_| Ewma::new(ALPHA)).collect(),
             prev: None,
             prev_at: start,
             violations: 0,
             overhead: Ewma::new(ALPHA),
+            scratch: Vec::new(),
         }
     }
 
     /// Starts tracking query `q`, just added to `engine`, under `qos`.
     pub fn add_query(&mut self, engine: &mut Engine, q: usize, qos: Option<QosSpec>) {
         debug_assert_eq!(q, self.queries.len(), "queries are added in index order");
-        let t = track(engine, q, qos, self.window_ticks, self.ticks_per_slot);
+        let t = track(engine, q, qos, self.window_ticks);
         self.queries.push(t);
     }
 
@@ -193,7 +182,7 @@ impl Monitor {
         let value = |s: &Option<QosSpec>| s.as_ref().and_then(|s| s.value.clone());
         if value(&self.queries[q].qos) != value(&qos) {
             self.retire_value(engine, q);
-            let fresh = track(engine, q, qos.clone(), 1, 1);
+            let fresh = track(engine, q, qos.clone(), 1);
             self.queries[q].value = fresh.value;
         }
         self.queries[q].qos = qos;
@@ -223,7 +212,7 @@ impl Monitor {
 
     /// Result latencies of query `q` recorded during the last tick.
     pub fn tick_latency(&self, q: usize) -> &Histogram<u64> {
-        &self.queries[q].last_tick
+        self.queries[q].last_tick.as_ref().unwrap_or(&self.empty)
     }
 
     /// Takes the measurements of the tick ending at `now`.
@@ -277,16 +266,18 @@ impl Monitor {
             if offered > 0.0 {
                 t.delivered.update(1.0 - dropped as f64 / offered);
             }
-            // Slide the latency window: a new slot every `ticks_per_slot` ticks.
+            // Slide the latency window by one tick.
             let tick = engine.tick_latency(qi);
-            if t.ticks_in_slot == self.ticks_per_slot {
-                t.window.rotate();
-                t.ticks_in_slot = 0;
+            t.latency.push(tick);
+            match (&mut t.last_tick, tick) {
+                (Some(last), Some(h)) => {
+                    last.reset();
+                    let _ = last.add(h);
+                }
+                (Some(last), None) => last.reset(),
+                (None, Some(h)) => t.last_tick = Some(h.clone()),
+                (None, None) => {}
             }
-            t.ticks_in_slot += 1;
-            t.window.add(tick);
-            t.last_tick.reset();
-            let _ = t.last_tick.add(tick);
             if let Some((hist, stream, obs)) = &mut t.value {
                 hist.decay(VALUE_DECAY);
                 let counts = &engine.value_counts(*stream, *obs).counts;
@@ -307,15 +298,10 @@ impl Monitor {
             let target = t.qos.as_ref().and_then(|s| s.latency);
             // The control signal looks at the last `CONTROL_SLOTS` slots only: a longer
             // window would keep reporting a backlog long gone and make the loop overshoot.
+            let scratch = &mut self.scratch;
             let latency = target.map(|l| {
-                let recent = &mut t.recent;
-                t.window.recent(CONTROL_SLOTS, recent);
-                let at = if recent.is_empty() {
-                    0
-                } else {
-                    recent.value_at_percentile(l.percentile) as Nanos
-                };
-                at.max(queue_delay)
+                let at = t.latency.percentile(l.percentile, CONTROL_TICKS, scratch);
+                (at.unwrap_or(0) as Nanos).max(queue_delay)
             });
             let delivered = t.delivered.value().unwrap_or(1.0);
             let curve = t.qos.as_ref().and_then(|s| s.loss_tolerance.as_ref());
@@ -333,8 +319,14 @@ impl Monitor {
                 } else {
                     0.0
                 },
-                p50: percentile(t.window.histogram(), 50.0),
-                p99: percentile(t.window.histogram(), 99.0),
+                p50: t
+                    .latency
+                    .percentile(50.0, self.window_ticks, scratch)
+                    .unwrap_or(0) as Nanos,
+                p99: t
+                    .latency
+                    .percentile(99.0, self.window_ticks, scratch)
+                    .unwrap_or(0) as Nanos,
                 latency,
                 target: target.map(|l| l.target),
                 delivered,
@@ -368,14 +360,6 @@ impl Monitor {
             violations: self.violations,
             engine: snap,
         }
-    }
-}
-
-fn percentile(h: &Histogram<u64>, p: f64) -> Nanos {
-    if h.is_empty() {
-        0
-    } else {
-        h.value_at_percentile(p) as Nanos
     }
 }
 

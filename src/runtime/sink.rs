@@ -7,12 +7,12 @@
 use std::fs::File;
 use std::io::{self, BufWriter, Write};
 use std::path::Path;
-use std::time::{Duration, UNIX_EPOCH};
 
 use crate::core::batch::Column;
 use crate::core::engine::Emitted;
 use crate::core::operators::{ColumnApprox, ResultApprox};
 use crate::core::schema::DataType;
+use crate::core::timefmt::Rfc3339Millis;
 
 /// Where a query's results go. Trait object: the one place users plug in.
 pub trait Sink: Send {
@@ -162,8 +162,7 @@ fn write_float(w: &mut impl Write, v: f64) -> io::Result<()> {
 fn write_value(w: &mut impl Write, col: &Column, row: usize, ty: DataType) -> io::Result<()> {
     match col {
         Column::Int(v) if ty == DataType::Timestamp => {
-            let t = UNIX_EPOCH + Duration::from_nanos(v[row].max(0) as u64);
-            write!(w, "\"{}\"", humantime::format_rfc3339_millis(t))
+            write!(w, "\"{}\"", Rfc3339Millis(v[row]))
         }
         Column::Int(v) => write!(w, "{}", v[row]),
         Column::Float(v) => write_float(w, v[row]),

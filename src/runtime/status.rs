@@ -150,6 +150,9 @@ pub fn summary(r: &RunSummary) -> String {
             },
             q.late,
         );
+        if q.windows_lost > 0 {
+            let _ = writeln!(s, "    windows lost whole (no row): {}", q.windows_lost);
+        }
         if q.shed() > 0 {
             let parts: Vec<String> = DropReason::ALL
                 .iter()

@@ -13,6 +13,9 @@ use super::workload::{
 };
 use crate::sql::Catalog;
 
+/// `engine.max_queries` when not set.
+pub const DEFAULT_MAX_QUERIES: usize = 10_000;
+
 pub(crate) fn build(diag: &mut Diagnostics, read: Read, planner: Planner) -> Option<Workload> {
     let c = &read.config;
     if let Some(d) = c.duration
@@ -57,6 +60,21 @@ pub(crate) fn build(diag: &mut Diagnostics, read: Read, planner: Planner) -> Opt
         }
     }
 
+    let max_queries = c.engine.max_queries.unwrap_or(DEFAULT_MAX_QUERIES);
+    if max_queries == 0 {
+        diag.at("engine.max_queries", "max_queries must be at least 1");
+    } else if c.queries.0.len() > max_queries {
+        // Not planned one by one: the limit is there to bound what a file can cost.
+        diag.at(
+            "queries",
+            format!(
+                "{} queries exceed engine.max_queries ({max_queries}); raise the limit \
+                 if the machine has the memory",
+                c.queries.0.len()
+            ),
+        );
+        return None;
+    }
     let mut queries = Vec::new();
     let catalog = catalog_complete.then_some(&catalog);
     for (name, q) in &c.queries.0 {

@@ -166,6 +166,37 @@ pub(crate) fn build_field(
     generator
 }
 
+/// Reports an int or timestamp `sequence` at `path` whose last value, for a stream of
+/// `count` tuples, would not fit in 64 bits. Endless streams are not rejected: their
+/// generator saturates at the bound, and a window counts such tuples as late.
+pub(crate) fn check_sequence_range(
+    diag: &mut Diagnostics,
+    path: &str,
+    generator: &FieldGen,
+    count: Option<u64>,
+) {
+    let (FieldGen::Sequence { start, step }, Some(count)) = (generator, count) else {
+        return;
+    };
+    if !matches!(start, Scalar::Int(_) | Scalar::Timestamp(_)) || count == 0 {
+        return;
+    }
+    let (a, b) = (as_int(start), as_int(step));
+    let last = i64::try_from(count - 1)
+        .ok()
+        .and_then(|k| b.checked_mul(k))
+        .and_then(|d| a.checked_add(d));
+    if last.is_none() {
+        diag.at(
+            &join(path, "sequence"),
+            format!(
+                "this sequence overflows 64 bits within the stream's {count} tuples \
+                 (start {a}, step {b}); lower the start, the step or the count"
+            ),
+        );
+    }
+}
+
 fn dist_name(c: &FieldConfig) -> &'static str {
     match c {
         FieldConfig::Uniform(_) => "uniform",

@@ -2,7 +2,7 @@
 //! distributions. A `StreamSpec` comes out only if all of them are valid; the schema comes
 //! out on its own whenever it is valid, so queries can be checked against it regardless.
 
-use super::build_field::build_field;
+use super::build_field::{build_field, check_sequence_range};
 use super::build_source::{build_io_stream, check_one_kind};
 use super::config::{FlowConfig, GeneratorConfig, StreamConfig};
 use super::de_named::NamedMap;
@@ -190,7 +190,7 @@ pub(crate) fn build_stream(
     let rate = build_rate(diag, &join(&gpath, "rate"), rate_config);
     let fields = schema
         .as_ref()
-        .map(|s| build_fields(diag, &gpath, name, fields_config, s));
+        .map(|s| build_fields(diag, &gpath, name, fields_config, s, count));
     let idle_timeout = match source.and_then(|s| s.idle_timeout) {
         Some(d) if d.0 <= 0 => {
             diag.at(
@@ -248,6 +248,7 @@ fn build_fields(
     stream: &str,
     config: &NamedMap<FieldConfig>,
     schema: &Schema,
+    count: Option<u64>,
 ) -> Vec<FieldGen> {
     let mut out: Vec<Option<FieldGen>> = vec![None; schema.len()];
     let mut configured = vec![false; schema.len()];
@@ -263,6 +264,9 @@ fn build_fields(
         }
         configured[i] = true;
         out[i] = build_field(diag, &p, fc, &schema.fields[i]);
+        if let Some(g) = &out[i] {
+            check_sequence_range(diag, &p, g, count);
+        }
     }
     out.into_iter()
         .zip(&schema.fields)

@@ -128,6 +128,11 @@ pub struct EngineConfig {
     /// Each scheduler turn takes `tuples x cost / cores` of virtual time.
     #[serde(default)]
     pub capacity: Option<CapacityConfig>,
+    /// The most queries the workload may register, at least 1 (default 10000). Each idle
+    /// query costs a few KB and each active one about 100 KB of latency histograms, so
+    /// this bounds what a file can make the engine allocate.
+    #[serde(default)]
+    pub max_queries: Option<usize>,
 }
 
 /// `engine.capacity`: how much processing a simulated run has.

@@ -38,6 +38,17 @@ pub fn parse_duration(s: &str) -> Result<Nanos, String> {
     seconds_to_nanos(n * unit_nanos / 1e9).ok_or_else(|| too_large(s))
 }
 
+/// A run length: a duration as `parse_duration` reads it, and positive. The CLI's
+/// `--duration` and a workload's `duration` both use this rule, so `0` is an error in both.
+pub fn parse_run_duration(s: &str) -> Result<Nanos, String> {
+    match parse_duration(s)? {
+        0 => Err(format!(
+            "invalid duration `{s}`: a run needs a positive duration"
+        )),
+        d => Ok(d),
+    }
+}
+
 /// Nanoseconds in `secs` seconds, rounded; `None` if negative, not finite or too large.
 pub(crate) fn seconds_to_nanos(secs: f64) -> Option<Nanos> {
     let ns = (secs * 1e9).round();

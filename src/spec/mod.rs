@@ -21,6 +21,7 @@ mod de;
 mod de_access;
 mod de_entry;
 mod de_named;
+mod depth;
 mod distribution;
 mod duplicates;
 mod duration;
@@ -54,7 +55,7 @@ pub use distribution::{
     BurstsConfig, ChoiceConfig, FieldConfig, Literal, NormalConfig, RampConfig, RateConfig,
     SequenceConfig, SineConfig, StepConfig, UniformConfig, ZipfConfig,
 };
-pub use duration::{DurationConfig, parse_duration};
+pub use duration::{DurationConfig, parse_duration, parse_run_duration};
 pub use error::{SpecError, SpecErrors};
 pub use policy::{Policy, PolicyConfig, load_policy, parse_policy};
 pub use request::{RequestError, parse_qos_request, parse_query_request};

@@ -123,6 +123,11 @@ pub fn parse_policy(text: &str, file: &str) -> Result<Policy, SpecErrors> {
         path: path.to_string(),
         message,
     };
+    if let Some(e) = super::depth::too_deep(text) {
+        return Err(SpecErrors {
+            errors: vec![err(e.line, e.column, "", e.message())],
+        });
+    }
     let cfg: PolicyConfig = serde_yaml::from_str(text).map_err(|e| {
         let (line, column) = e.location().map_or((1, 1), |l| (l.line(), l.column()));
         let raw = e.to_string();

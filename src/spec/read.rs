@@ -51,6 +51,10 @@ pub(crate) struct PartialStream {
 
 /// Parses `text`; `None` if it is not YAML or not a mapping (the error is reported).
 pub(crate) fn read(diag: &mut Diagnostics) -> Option<Read> {
+    if let Some(e) = super::depth::too_deep(diag.text()) {
+        diag.at_position(e.line, e.column, "", e.message());
+        return None;
+    }
     let root: Value = match serde_yaml::from_str(diag.text()) {
         Ok(v) => v,
         Err(e) => {

@@ -105,13 +105,21 @@ impl SqlError {
     }
 }
 
+/// The deepest expression or subquery nesting a query may use.
+pub const MAX_SQL_DEPTH: usize = 50;
+
 /// Parses and plans one continuous query against the catalog.
 ///
 /// A query without GROUP BY becomes `PlanBody::Project`; one with GROUP BY needs exactly
 /// one `TUMBLE`/`HOP` window there and becomes `PlanBody::Aggregate`.
 pub fn plan_query(sql: &str, catalog: &Catalog) -> Result<QueryPlan, SqlError> {
     let src = Source::new(sql);
-    let stmts = Parser::parse_sql(&GenericDialect {}, sql).map_err(|e| src.parse_error(&e))?;
+    // A bounded recursion depth: deeply nested text fails fast with a located error.
+    let stmts = Parser::new(&GenericDialect {})
+        .with_recursion_limit(MAX_SQL_DEPTH)
+        .try_with_sql(sql)
+        .and_then(|mut p| p.parse_statements())
+        .map_err(|e| src.parse_error(&e))?;
     let q = query::select_of(&src, &stmts)?;
     let Some((stream, schema)) = catalog
         .streams

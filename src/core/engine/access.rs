@@ -76,8 +76,9 @@ impl Engine {
     }
 
     /// Result latencies of query `q` since `reset_tick_latency`.
-    pub fn tick_latency(&self, q: usize) -> &hdrhistogram::Histogram<u64> {
-        &self.queries[q].stats.latency_tick
+    /// `None` until the query's first result.
+    pub fn tick_latency(&self, q: usize) -> Option<&hdrhistogram::Histogram<u64>> {
+        self.queries[q].stats.latency_tick.get()
     }
 
     pub fn reset_tick_latency(&mut self) {

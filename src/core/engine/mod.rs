@@ -20,8 +20,8 @@ pub use manage::Removal;
 use super::batch::Batch;
 use super::drop::{DropPoint, DropReason};
 pub use super::ingest::{DropRules, ValueObserver};
-use super::ingest::{add, diff, mix, observe, share_left};
-use super::operators::{Output, Pipeline, ResultApprox};
+use super::ingest::{add, diff, loss_kind, mix, observe, share_left};
+use super::operators::{LossKind, Output, Pipeline, ResultApprox};
 use super::plan::QueryPlan;
 use super::queue::{Admit, InputQueue, Queued};
 use super::scheduler::{QueueView, Scheduler, SchedulerKind};
@@ -133,6 +133,8 @@ pub struct Engine {
     views: Vec<QueueView>,
     names: Vec<Vec<String>>,
     sel: Vec<u32>,
+    /// Rows the stream's drop point kept of the batch being ingested.
+    stream_sel: Vec<u32>,
     /// Engine-thread time spent outside query turns (ingest, hand-off), ns.
     overhead: u64,
     /// Queue depth (tuples) past which `stream_room` tells pull sources to wait.
@@ -169,6 +171,7 @@ impl Engine {
             views: Vec::new(),
             names: Vec::new(),
             sel: Vec::new(),
+            stream_sel: Vec::new(),
             overhead: 0,
             pull_bound: config.queue_capacity.max(1),
             config,
@@ -237,21 +240,29 @@ impl Engine {
             observe(o, &batch);
         }
         let before = s.drop.dropped;
+        // The batch as offered, kept while any reader must learn which rows it lost.
+        let mut offered: Option<Batch> = None;
         let batch = match s.drop.apply(&batch, &mut self.sel) {
             None => Arc::new(batch),
             Some(()) => {
                 let mut kept = Batch::new(&s.types, self.sel.len());
                 kept.gather_from(&batch, &self.sel);
+                std::mem::swap(&mut self.stream_sel, &mut self.sel);
+                offered = Some(batch);
                 Arc::new(kept)
             }
         };
         let stream_keep = s.drop.random_keep();
         let stream_shed = diff(&s.drop.dropped, &before);
+        let stream_loss = loss_kind(&stream_shed, stream_keep);
         let types = &s.types;
         for &qi in &s.readers {
             let q = &mut self.queries[qi];
             q.stats.offered += n;
             add(&mut q.stats.dropped, &stream_shed);
+            if let (Some(o), Some(kind)) = (&offered, stream_loss) {
+                q.pipeline.note_lost(o, &self.stream_sel, kind);
+            }
             if batch.is_empty() {
                 continue;
             }
@@ -265,6 +276,11 @@ impl Engine {
                 }
             };
             let query_shed = diff(&q.drop.dropped, &before);
+            if kept.len() < batch.len()
+                && let Some(kind) = loss_kind(&query_shed, q.drop.random_keep())
+            {
+                q.pipeline.note_lost(&batch, &self.sel, kind);
+            }
             let item = Queued {
                 batch: kept,
                 keep: stream_keep * q.drop.random_keep(),
@@ -275,8 +291,14 @@ impl Engine {
             };
             add(&mut q.stats.dropped, &query_shed);
             let len = item.batch.len() as u64;
-            if len > 0 && q.queue.push(item) == Admit::Full {
-                q.stats.dropped[DropReason::QueueFull.index()] += len;
+            if len > 0 {
+                let windowed = q.pipeline.is_windowed().then(|| item.batch.clone());
+                if q.queue.push(item) == Admit::Full {
+                    q.stats.dropped[DropReason::QueueFull.index()] += len;
+                    if let Some(b) = windowed {
+                        q.pipeline.note_lost(&b, &[], LossKind::Unscaled);
+                    }
+                }
             }
         }
     }
@@ -415,9 +437,10 @@ fn query_snapshot(q: &QueryState) -> QuerySnapshot {
         processed: q.stats.processed,
         queued: q.queue.depth() as u64,
         late: q.pipeline.late(),
+        windows_lost: q.pipeline.windows_lost(),
         results: q.stats.results,
-        p50: h.value_at_quantile(0.5) as Nanos,
-        p99: h.value_at_quantile(0.99) as Nanos,
+        p50: h.quantile(0.5) as Nanos,
+        p99: h.quantile(0.99) as Nanos,
         max: h.max() as Nanos,
         processed_values: q
             .processed_values

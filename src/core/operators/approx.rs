@@ -116,6 +116,31 @@ impl ResultApprox {
         }
     }
 
+    /// Multiplies the keep fraction of existing row `row` by `factor` (exact rows start at
+    /// 1), and with `drop_intervals` makes its intervals unknown (NaN). `kinds` is installed
+    /// if no row was approximate yet.
+    pub fn qualify(
+        &mut self,
+        row: usize,
+        factor: f64,
+        drop_intervals: bool,
+        kinds: &[ColumnApprox],
+    ) {
+        if self.columns.is_empty() {
+            self.columns = kinds.iter().map(ColumnApprox::kind).collect();
+        }
+        self.fill_to(row + 1);
+        self.keep[row] *= factor;
+        if drop_intervals {
+            for c in &mut self.columns {
+                if let ColumnApprox::Interval { lo, hi } = c {
+                    lo[row] = f64::NAN;
+                    hi[row] = f64::NAN;
+                }
+            }
+        }
+    }
+
     /// Appends the rows `sel` of `src` after `before` existing rows (HAVING).
     pub fn gather_from(&mut self, before: usize, src: &ResultApprox, sel: &[u32]) {
         if src.is_exact() {

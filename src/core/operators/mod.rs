@@ -12,6 +12,7 @@
 mod accumulators;
 mod approx;
 mod interner;
+mod loss;
 mod scaling;
 #[cfg(test)]
 mod tests;
@@ -22,6 +23,7 @@ mod tests_state;
 mod window;
 
 pub use approx::{ColumnApprox, Output, ResultApprox};
+pub use loss::LossKind;
 pub use window::WindowAggregate;
 
 use super::batch::Batch;
@@ -47,12 +49,15 @@ struct Aggregate {
     groups: Output,
     /// The group rows that passed HAVING.
     kept: Output,
+    /// Tuples the windows lost before they reached the operator.
+    loss: loss::WindowLoss,
 }
 
 impl Aggregate {
     /// Applies HAVING and the SELECT list to the group rows the operator closed.
     fn finish(&mut self, sel: &mut Vec<u32>, out: &mut Output) {
         let groups = &mut self.groups;
+        self.loss.apply(groups, self.op.closed());
         if groups.is_empty() {
             return;
         }
@@ -110,6 +115,7 @@ impl Pipeline {
                     .collect(),
                 groups: Output::new(&a.group_row_types()),
                 kept: Output::new(&a.group_row_types()),
+                loss: loss::WindowLoss::new(a),
             })),
         };
         // Columns the pipeline reads after its filter: only these are copied when the
@@ -157,6 +163,24 @@ impl Pipeline {
         }
     }
 
+    /// Windows that closed without a row because every tuple offered to them was lost.
+    pub fn windows_lost(&self) -> u64 {
+        match &self.body {
+            Body::Aggregate(a) => a.loss.windows_lost(),
+            Body::Project(_) => 0,
+        }
+    }
+
+    /// Records that the rows of `batch` not in `kept` (ascending) were discarded for this
+    /// query before reaching it, for reason `kind`. Only a windowed pipeline keeps
+    /// anything: its rows must say what they lost.
+    pub fn note_lost(&mut self, batch: &Batch, kept: &[u32], kind: LossKind) {
+        if let Body::Aggregate(a) = &mut self.body {
+            let closed = a.op.closed();
+            a.loss.note_lost(batch, kept, kind, closed);
+        }
+    }
+
     /// Whether the pipeline holds state that a tick or flush may emit.
     pub fn is_windowed(&self) -> bool {
         matches!(self.body, Body::Aggregate(_))
@@ -194,6 +218,10 @@ impl Pipeline {
                     .push_uniform(before, input.len(), keep * value_keep);
             }
             Body::Aggregate(a) => {
+                if self.filter.is_some() {
+                    a.loss.note_filter(unfiltered.len(), input.len());
+                }
+                a.loss.count_kept(input, a.op.closed());
                 if !input.is_empty() {
                     let prefix = if filtered_out {
                         a.op.prefix_watermarks(unfiltered, &self.sel, &mut self.prefix);

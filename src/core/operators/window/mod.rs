@@ -207,7 +207,11 @@ impl WindowAggregate {
                 key[k] = enc[row];
             }
             // The latest window holding `t` starts at `start`; it is also `t`'s slice.
-            let mut start = t.div_euclid(slide) * slide;
+            // Checked: a time near the 64-bit bounds has no window and is late.
+            let Some(mut start) = t.div_euclid(slide).checked_mul(slide) else {
+                self.late += 1;
+                continue;
+            };
             if self.slices.is_some() {
                 // Some window of the slice is open iff its latest one is.
                 if start.saturating_add(size) > closed_to {

@@ -61,11 +61,16 @@ impl WindowAggregate {
         self.close(closed_to, None, out);
     }
 
+    /// Every window ending at or before this has been emitted.
+    pub fn closed(&self) -> i64 {
+        self.closed
+    }
+
     /// The smallest window end strictly greater than `t`.
     pub(super) fn next_end_after(&self, t: i64) -> i64 {
         let (size, slide) = (self.plan.window.size, self.plan.window.slide);
         // Ends are k*slide + size; find the smallest k with k*slide + size > t.
-        let k = (t - size).div_euclid(slide) + 1;
+        let k = t.saturating_sub(size).div_euclid(slide).saturating_add(1);
         k.saturating_mul(slide).saturating_add(size)
     }
 
