@@ -9,10 +9,14 @@ use crate::core::plan::{PlanBody, TimeSource};
 use crate::core::schema::Nanos;
 use crate::runtime::monitor::{Monitor, QosSnapshot};
 use crate::shed::{
-    LatencyInput, QueryDrop, QueryInput, ShedInput, ShedKind, ShedPlan, ShedState, StreamInput,
-    ValueQos, plan,
+    LatencyInput, QueryDrop, QueryInput, Rows, ShedInput, ShedKind, ShedPlan, ShedState,
+    StreamInput, ValueQos, plan,
 };
 use crate::spec::{Policy, Workload};
+
+mod guard;
+
+pub use guard::GUARD;
 
 /// Measurements plus the plan in force, published every tick.
 #[derive(Clone, Debug)]
@@ -35,6 +39,22 @@ pub struct Controller {
     model_costs: Option<Vec<f64>>,
     lossless: Vec<bool>,
     window_rules: Vec<Option<WindowRule>>,
+    /// How each query's emitted rows follow its input (from its plan).
+    rows_shapes: Vec<Rows>,
+    /// The work per second the last plan predicted its admitted input to bring.
+    predicted: Option<f64>,
+    /// Queue depths and time of the last tick, for the work that arrived since.
+    prev_queued: Vec<f64>,
+    prev_at: Nanos,
+    /// Sum and count of `|model_error|` over shedding ticks.
+    error_sum: f64,
+    error_ticks: u64,
+    /// Per query: its latency target (ns), for the inner guard.
+    targets: Vec<Option<Nanos>>,
+    /// The inner guard may cut once per control tick; re-armed by `tick`.
+    guard_armed: bool,
+    /// Cuts the inner guard made so far.
+    guard_cuts: u64,
     installed_queue: bool,
     history: RunHistory,
     /// The last report, whose plan a final `measure` repeats.
@@ -83,6 +103,21 @@ impl Controller {
                 .map(|q| q.qos.as_ref().is_some_and(|s| s.lossless))
                 .collect(),
             window_rules,
+            rows_shapes: (0..engine.query_count())
+                .map(|q| rows_shape(engine, q))
+                .collect(),
+            predicted: None,
+            prev_queued: vec![0.0; engine.query_count()],
+            prev_at: start,
+            error_sum: 0.0,
+            error_ticks: 0,
+            targets: w
+                .queries
+                .iter()
+                .map(|q| q.qos.as_ref().and_then(|s| s.latency).map(|l| l.target))
+                .collect(),
+            guard_armed: true,
+            guard_cuts: 0,
             installed_queue: false,
             last: None,
             history: RunHistory {
@@ -121,6 +156,11 @@ impl Controller {
             .collect()
     }
 
+    /// Cuts the inner guard made so far.
+    pub fn guard_cuts(&self) -> u64 {
+        self.guard_cuts
+    }
+
     /// Measures the tick ending at `now` without planning (the run's last report, after
     /// the final flush): the plan in force is repeated and the history is unchanged.
     pub fn measure(&mut self, engine: &mut Engine, now: Nanos) -> ControlReport {
@@ -142,6 +182,7 @@ impl Controller {
     /// Measures the tick ending at `now`, plans, installs, and reports.
     pub fn tick(&mut self, engine: &mut Engine, now: Nanos, w: &Workload) -> ControlReport {
         let mut qos = self.monitor.tick(engine, now);
+        self.guard_armed = true;
         if !self.installed_queue {
             if let Some(c) = self.policy.queue_capacity {
                 engine.install(&DropRules {
@@ -152,7 +193,36 @@ impl Controller {
             }
             self.installed_queue = true;
         }
+        let fixed: f64 = if self.model_costs.is_some() {
+            0.0
+        } else {
+            qos.queries.iter().map(|q| q.fixed_cost).sum()
+        };
+        // The model checked against what happened: the work that arrived over this tick
+        // (work done, plus the growth of the backlog at the measured costs) against what
+        // the last plan predicted for it.
+        let dt = ((now - self.prev_at).max(1)) as f64 / 1e9;
+        let backlog: f64 = qos
+            .queries
+            .iter()
+            .zip(&self.prev_queued)
+            .map(|(q, &before)| (q.queued as f64 - before) * q.cost)
+            .sum();
+        self.prev_queued = qos.queries.iter().map(|q| q.queued as f64).collect();
+        self.prev_at = now;
+        if let Some(predicted) = self.predicted.filter(|p| *p > 0.01 * self.capacity) {
+            let arrived = (qos.busy * 1e9 + backlog / dt).max(0.0);
+            let e = (arrived - predicted) / predicted;
+            qos.model_error = Some(e);
+            if self.state.shedding() {
+                self.error_sum += e.abs();
+                self.error_ticks += 1;
+            }
+        }
+        qos.model_error_mean =
+            (self.error_ticks > 0).then(|| self.error_sum / self.error_ticks as f64);
         let input = ShedInput {
+            model_error: qos.model_error,
             streams: qos
                 .streams
                 .iter()
@@ -173,6 +243,15 @@ impl Controller {
                         stream: q.stream,
                         cost,
                         queued: q.queued as f64,
+                        // Declared costs stand for all of a query's work.
+                        row_cost: if self.model_costs.is_some() {
+                            0.0
+                        } else {
+                            q.row_cost
+                        },
+                        rows: q.row_rate,
+                        keep_now: q.delivered,
+                        rows_shape: self.rows_shapes[qi],
                         loss: spec.and_then(|s| s.loss_tolerance.as_ref()),
                         weight: spec.map_or(1.0, |s| s.weight),
                         lossless: self.lossless[qi],
@@ -204,6 +283,9 @@ impl Controller {
             policy: self.policy.params,
         };
         let p = plan(&input, &mut self.state);
+        // Work the admitted input is predicted to bring over the next tick, with the fixed
+        // work the capacity was reduced by.
+        self.predicted = Some(p.expected_input + fixed);
         let rules = self.rules(&p);
         let stream_keep = p.streams.clone();
         let query_keep: Vec<f64> = p
@@ -290,6 +372,17 @@ impl Controller {
                 .collect(),
             queue_capacity: None,
         }
+    }
+}
+
+/// How query `q`'s emitted rows follow its input: a grouped window aggregate emits a row
+/// per non-empty (key, window), each tuple lying in `size / slide` windows.
+fn rows_shape(engine: &Engine, q: usize) -> Rows {
+    match &engine.query_plan(q).body {
+        PlanBody::Aggregate(a) => Rows::Grouped {
+            overlap: (a.window.size as f64 / a.window.slide.max(1) as f64).max(1.0),
+        },
+        _ => Rows::Linear,
     }
 }
 

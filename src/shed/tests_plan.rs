@@ -23,6 +23,7 @@ fn snapshot<'a>(
         streams: rates.iter().map(|&rate| StreamInput { rate }).collect(),
         queries,
         capacity,
+        model_error: None,
         policy: policy(kind),
     }
 }
@@ -54,6 +55,7 @@ fn none_never_sheds_and_tail_drop_only_reports() {
         assert!(p.excess > 0.0);
     }
     let tail = ShedInput {
+        model_error: None,
         policy: policy(ShedKind::TailDrop),
         ..over
     };
