@@ -5,6 +5,7 @@ mod bench;
 mod calibrate;
 mod check;
 mod run;
+mod soak;
 
 use std::process::ExitCode;
 
@@ -30,6 +31,10 @@ enum Command {
     /// Measure each query's cost per tuple on this machine, printed as `cost:` settings
     /// for simulated mode.
     Calibrate(calibrate::CalibrateArgs),
+    /// Live check of the QoS promise on five overload shapes scaled to this machine
+    /// (3x, 7x with a sliding window, bursts, a step, a ramp); prints per shape the
+    /// seconds over target, p99 against target, busy share while shedding and utility.
+    Soak(soak::SoakArgs),
 }
 
 /// A failed command: bad input (exit 2) or an operational failure (exit 1).
@@ -63,6 +68,7 @@ pub fn main() -> ExitCode {
         Command::Check(a) => check::check(a),
         Command::Bench(a) => bench::bench(a),
         Command::Calibrate(a) => calibrate::calibrate(a),
+        Command::Soak(a) => soak::soak(a),
     };
     match result {
         Ok(code) => code,

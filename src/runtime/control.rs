@@ -41,6 +41,8 @@ pub struct Controller {
     window_rules: Vec<Option<WindowRule>>,
     /// How each query's emitted rows follow its input (from its plan).
     rows_shapes: Vec<Rows>,
+    /// The key columns of each grouped aggregate over plain columns (for key drops).
+    key_columns: Vec<Option<Vec<usize>>>,
     /// The work per second the last plan predicted its admitted input to bring.
     predicted: Option<f64>,
     /// Queue depths and time of the last tick, for the work that arrived since.
@@ -105,6 +107,9 @@ impl Controller {
             window_rules,
             rows_shapes: (0..engine.query_count())
                 .map(|q| rows_shape(engine, q))
+                .collect(),
+            key_columns: (0..engine.query_count())
+                .map(|q| key_columns(engine, q))
                 .collect(),
             predicted: None,
             prev_queued: vec![0.0; engine.query_count()],
@@ -249,7 +254,13 @@ impl Controller {
                         } else {
                             q.row_cost
                         },
+                        fixed: if self.model_costs.is_some() {
+                            0.0
+                        } else {
+                            q.fixed_cost
+                        },
                         rows: q.row_rate,
+                        keys: self.key_columns[qi].is_some(),
                         keep_now: q.delivered,
                         rows_shape: self.rows_shapes[qi],
                         loss: spec.and_then(|s| s.loss_tolerance.as_ref()),
@@ -293,7 +304,9 @@ impl Controller {
             .iter()
             .map(|d| match d {
                 QueryDrop::KeepAll => 1.0,
-                QueryDrop::Random { keep } | QueryDrop::Window { keep } => *keep,
+                QueryDrop::Random { keep }
+                | QueryDrop::Window { keep }
+                | QueryDrop::Keys { keep } => *keep,
                 QueryDrop::Semantic(s) => s.delivered,
             })
             .collect();
@@ -361,6 +374,13 @@ impl Controller {
                     }),
                     // Window-aware needs a tumbling window over column keys; other
                     // queries get the same keep fraction at random.
+                    QueryDrop::Keys { keep } => match &self.key_columns[qi] {
+                        Some(k) => DropRule::Keys {
+                            keep: *keep,
+                            key_columns: k.clone(),
+                        },
+                        None => DropRule::Random { keep: *keep },
+                    },
                     QueryDrop::Window { keep } => match &self.window_rules[qi] {
                         Some(r) => DropRule::Window(WindowRule {
                             keep: *keep,
@@ -384,6 +404,23 @@ fn rows_shape(engine: &Engine, q: usize) -> Rows {
         },
         _ => Rows::Linear,
     }
+}
+
+/// The key columns of query `q`, if it is a grouped aggregate over plain columns.
+fn key_columns(engine: &Engine, q: usize) -> Option<Vec<usize>> {
+    let PlanBody::Aggregate(a) = &engine.query_plan(q).body else {
+        return None;
+    };
+    if a.keys.is_empty() {
+        return None;
+    }
+    a.keys
+        .iter()
+        .map(|k| match k {
+            Expr::Column(c) => Some(*c),
+            _ => None,
+        })
+        .collect()
 }
 
 /// The window rule template of query `q`, if it is a tumbling aggregate over column keys.

@@ -166,12 +166,17 @@ pub struct QueryInput<'a> {
     pub queued: f64,
     /// Work per emitted row beyond the per-tuple work (window closing, sinks), ns.
     pub row_cost: f64,
+    /// Work per second it does whatever its input (as fitted), ns/s; already taken off
+    /// `ShedInput::capacity`, so it only decides whether to pause the query.
+    pub fixed: f64,
     /// Rows per second it emits now, measured at keep fraction `keep_now`.
     pub rows: f64,
     /// The share of its stream's offered tuples it received when `rows` was measured.
     pub keep_now: f64,
     /// How its rows follow its keep fraction.
     pub rows_shape: Rows,
+    /// Whether it groups by plain columns, so whole keys can be dropped.
+    pub keys: bool,
     /// Loss-tolerance graph, points ascending in percent delivered; `None`: linear from
     /// (0, 0) to (100, 1).
     pub loss: Option<&'a UtilityCurve>,
@@ -197,9 +202,11 @@ impl QueryInput<'_> {
             cost,
             queued: 0.0,
             row_cost: 0.0,
+            fixed: 0.0,
             rows: 0.0,
             keep_now: 1.0,
             rows_shape: Rows::Linear,
+            keys: false,
             loss: None,
             weight: 1.0,
             lossless: false,

@@ -111,6 +111,10 @@ pub enum QueryDrop {
     /// is exact. Planned as if it saved `1 - keep` of the query's work (exact for tumbling
     /// windows; less for sliding windows, whose tuples belong to several windows).
     Window { keep: f64 },
+    /// Keep the tuples of a stable share `keep` of the query's keys: for grouped window
+    /// aggregates whose emitted rows do not shrink with a random drop (sliding windows
+    /// over many keys); rows then shrink with the keep. Not scaled.
+    Keys { keep: f64 },
 }
 
 impl QueryDrop {

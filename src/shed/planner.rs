@@ -16,6 +16,10 @@ use super::plan::{QueryDrop, ShedPlan};
 use super::semantic::{derived_curve, semantic_drop};
 use super::trigger::Trigger;
 
+/// A query is paused when shedding leaves it under this share of its input while its
+/// non-shrinking work takes more than `PAUSE_SHARE` of the machine.
+const PAUSE_KEEP: f64 = 0.1;
+const PAUSE_SHARE: f64 = 0.5;
 /// Below this model error a backlog counts as draining as predicted.
 const DRAINING_ERROR: f64 = 0.1;
 
@@ -32,6 +36,10 @@ pub struct ShedState {
     pub(super) pinned_high: u32,
     /// Adaptive headroom in force (`None` before the first tick: the policy's).
     pub(super) headroom: Option<f64>,
+    /// Queries paused because input drops could not help them; kept while shedding lasts.
+    pub(super) paused: Vec<bool>,
+    /// Queries switched to whole-key drops; kept while shedding lasts.
+    pub(super) by_keys: Vec<bool>,
 }
 
 impl Default for ShedState {
@@ -44,6 +52,8 @@ impl Default for ShedState {
             pinned_low: 0,
             pinned_high: 0,
             headroom: None,
+            paused: Vec::new(),
+            by_keys: Vec::new(),
         }
     }
 }
@@ -79,8 +89,11 @@ fn non_negative(x: f64) -> f64 {
 }
 
 /// How a query's cursor is realised at its drop point.
+#[derive(Clone, Copy)]
 enum Mode {
     Random,
+    /// A stable share of the query's keys (rows shrink with it).
+    Keys,
     /// Index into the derived curves.
     Semantic(usize),
     Window,
@@ -217,7 +230,18 @@ fn decide(input: &ShedInput, state: &mut ShedState) -> ShedPlan {
         &mut out,
     );
     if out.shedding && p.kind != ShedKind::TailDrop {
-        allocate(input, &p, report.queue, scale, &mut out);
+        allocate(
+            input,
+            &p,
+            report.queue,
+            scale,
+            &mut state.paused,
+            &mut state.by_keys,
+            &mut out,
+        );
+    } else {
+        state.paused.clear();
+        state.by_keys.clear();
     }
     out
 }
@@ -225,7 +249,7 @@ fn decide(input: &ShedInput, state: &mut ShedState) -> ShedPlan {
 /// How a query's keep is realised and how its rows follow the keep.
 fn shape_of(q: &QueryInput, mode: &Mode) -> Rows {
     match mode {
-        Mode::Window => Rows::Linear,
+        Mode::Window | Mode::Keys => Rows::Linear,
         _ => q.rows_shape,
     }
 }
@@ -235,23 +259,44 @@ fn shape_of(q: &QueryInput, mode: &Mode) -> Rows {
 /// full load model (rows that do not shrink with the input) and tightened; if dropping
 /// input cannot cover the excess, whole-window drops take over where a query allows
 /// them, and the lowest-utility queries are paused.
-fn allocate(input: &ShedInput, p: &PolicyParams, queue_load: f64, scale: f64, out: &mut ShedPlan) {
+fn allocate(
+    input: &ShedInput,
+    p: &PolicyParams,
+    queue_load: f64,
+    scale: f64,
+    sticky: &mut Vec<bool>,
+    by_keys: &mut Vec<bool>,
+    out: &mut ShedPlan,
+) {
     let qs = &input.queries;
     let mut derived = Vec::new();
     let mut modes: Vec<Mode> = qs.iter().map(|q| mode(p.kind, q, &mut derived)).collect();
-    let full: Vec<f64> = qs
-        .iter()
-        .zip(&modes)
-        .map(|(q, m)| load_at(q, rate_of(input, q), 1.0, shape_of(q, m), scale))
+    by_keys.resize(qs.len(), false);
+    for (i, m) in modes.iter_mut().enumerate() {
+        if by_keys[i] {
+            *m = Mode::Keys;
+        }
+    }
+    // Work at keep 1. A query dropping whole keys sheds its window work too, but only as
+    // its open windows close: the fixed work stays reserved until the fit sees it go.
+    let full_of = |modes: &[Mode]| -> Vec<f64> {
+        qs.iter()
+            .zip(modes)
+            .map(|(q, m)| load_at(q, rate_of(input, q), 1.0, shape_of(q, m), scale))
+            .collect()
+    };
+    let mut full = full_of(&modes);
+    sticky.resize(qs.len(), false);
+    let mut paused: Vec<bool> = (0..qs.len())
+        .map(|i| sticky[i] && !qs[i].lossless)
         .collect();
-    let mut paused = vec![false; qs.len()];
     let mut excess = out.excess;
     let mut cov;
     let mut round = 0;
     loop {
         let curve_of = |i: usize| match modes[i] {
             Mode::Semantic(d) => Some(&derived[d]),
-            Mode::Random | Mode::Window => qs[i].loss,
+            Mode::Random | Mode::Window | Mode::Keys => qs[i].loss,
         };
         let greedy: Vec<GreedyQuery> = qs
             .iter()
@@ -298,6 +343,37 @@ fn allocate(input: &ShedInput, p: &PolicyParams, queue_load: f64, scale: f64, ou
             })
             .sum::<f64>()
             + queue_load;
+        // The dominance rule: a grouped query left under PAUSE_KEEP of its input while its
+        // work that does not shrink with the input takes over PAUSE_SHARE of the machine
+        // buys little: drop whole keys instead (its rows then shrink), or pause it.
+        let whole =
+            non_negative(input.capacity) + qs.iter().map(|q| non_negative(q.fixed)).sum::<f64>();
+        let dominated = (0..qs.len()).find(|&i| {
+            let q = &qs[i];
+            let k = keeps[i];
+            let r = rate_of(input, q);
+            !paused[i]
+                && !q.lossless
+                && matches!(modes[i], Mode::Random)
+                && matches!(q.rows_shape, Rows::Grouped { .. })
+                && k < PAUSE_KEEP
+                && non_negative(q.fixed) * scale + load_at(q, r, k, shape_of(q, &modes[i]), scale)
+                    - r * k * non_negative(q.cost) * scale
+                    > PAUSE_SHARE * whole
+        });
+        if let Some(i) = dominated
+            && round < 2 * qs.len() + 4
+        {
+            out.input_insufficient = true;
+            round += 1;
+            if qs[i].keys {
+                modes[i] = Mode::Keys;
+                full = full_of(&modes);
+            } else {
+                paused[i] = true;
+            }
+            continue;
+        }
         let over = predicted - out.target;
         let unmet = excess - pause_gain - cov.gained;
         round += 1;
@@ -351,6 +427,8 @@ fn allocate(input: &ShedInput, p: &PolicyParams, queue_load: f64, scale: f64, ou
             excess += over;
         }
     }
+    *sticky = paused.clone();
+    *by_keys = modes.iter().map(|m| matches!(m, Mode::Keys)).collect();
     out.unmet = (excess
         - cov.gained
         - (0..qs.len())
@@ -361,7 +439,7 @@ fn allocate(input: &ShedInput, p: &PolicyParams, queue_load: f64, scale: f64, ou
     out.paused = (0..qs.len()).filter(|&i| paused[i]).collect();
     let curve_of = |i: usize| match modes[i] {
         Mode::Semantic(d) => Some(&derived[d]),
-        Mode::Random | Mode::Window => qs[i].loss,
+        Mode::Random | Mode::Window | Mode::Keys => qs[i].loss,
     };
 
     // Where: random drops shared by a whole stream move up to it.
@@ -386,6 +464,8 @@ fn allocate(input: &ShedInput, p: &PolicyParams, queue_load: f64, scale: f64, ou
             _ if cursor >= 100.0 => QueryDrop::KeepAll,
             Mode::Random => QueryDrop::random(merged.queries[i]),
             Mode::Window => QueryDrop::window(keeps[i]),
+            Mode::Keys if keeps[i] >= 1.0 - 1e-12 => QueryDrop::KeepAll,
+            Mode::Keys => QueryDrop::Keys { keep: keeps[i] },
             Mode::Semantic(_) => match q.value {
                 Some(v) => QueryDrop::Semantic(semantic_drop(v.column, v.histogram, cursor)),
                 None => QueryDrop::random(keeps[i]),

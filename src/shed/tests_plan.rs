@@ -38,7 +38,7 @@ fn slides_curve() -> UtilityCurve {
 fn effective_keep(plan: &ShedPlan, input: &ShedInput, q: usize) -> f64 {
     let at_query = match &plan.queries[q] {
         QueryDrop::KeepAll => 1.0,
-        QueryDrop::Random { keep } | QueryDrop::Window { keep } => *keep,
+        QueryDrop::Random { keep } | QueryDrop::Window { keep } | QueryDrop::Keys { keep } => *keep,
         QueryDrop::Semantic(d) => d.delivered,
     };
     plan.streams[input.queries[q].stream] * at_query

@@ -101,6 +101,14 @@ pub enum DropRule {
     /// Keep by value bin (drop the lowest-utility bins first).
     Semantic(ValueBins),
     Window(WindowRule),
+    /// Keep the tuples of a stable subset of keys (a seeded hash of the key columns below
+    /// `keep`): a key is kept whole or not at all, so the windows of a kept key are exact
+    /// while `keep` holds, and subsets nest (raising `keep` only adds keys). For sliding
+    /// windows, whose rows do not shrink with a random drop.
+    Keys {
+        keep: f64,
+        key_columns: Vec<usize>,
+    },
 }
 
 #[derive(Debug)]
@@ -216,6 +224,18 @@ impl DropPoint {
                         }
                     }
                     _ => (0..n).for_each(|i| decide(i, f64::NAN, self)),
+                }
+            }
+            DropRule::Keys { keep, key_columns } => {
+                let t = threshold(*keep);
+                for i in 0..n {
+                    if binding && !self.window_keeps(batch, i, 1.0) {
+                        self.dropped[DropReason::ShedWindow.index()] += 1;
+                    } else if window::key_hash(self.seed, batch, i, key_columns) < t {
+                        sel.push(i as u32);
+                    } else {
+                        self.dropped[DropReason::ShedWindow.index()] += 1;
+                    }
                 }
             }
             DropRule::Window(w) => {

@@ -47,6 +47,10 @@ impl Controller {
                 bins.keep.iter_mut().for_each(|k| *k *= 0.5);
                 DropRule::Semantic(bins)
             }
+            DropRule::Keys { keep, key_columns } => DropRule::Keys {
+                keep: keep * 0.5,
+                key_columns,
+            },
             DropRule::Window(mut w) => {
                 w.keep *= 0.5;
                 DropRule::Window(w)
