@@ -319,6 +319,30 @@ mod tests {
     }
 
     #[test]
+    fn key_rule_keeps_a_stable_nested_subset_of_keys() {
+        let keys: Vec<i64> = (0..1000).collect();
+        let kept_at = |keep: f64| -> Vec<i64> {
+            let mut p = DropPoint::new(9);
+            p.install(DropRule::Keys {
+                keep,
+                key_columns: vec![0],
+            });
+            let b = ints(&keys);
+            let mut sel = Vec::new();
+            match p.apply(&b, &mut sel) {
+                None => keys.clone(),
+                Some(()) => sel.iter().map(|&i| keys[i as usize]).collect(),
+            }
+        };
+        let (small, large) = (kept_at(0.2), kept_at(0.5));
+        // About the asked share of keys, every tuple of a kept key kept...
+        assert!((150..250).contains(&small.len()), "{}", small.len());
+        assert_eq!(kept_at(0.2), small, "the same keys every time");
+        // ...and raising the keep only adds keys.
+        assert!(small.iter().all(|k| large.contains(k)));
+    }
+
+    #[test]
     fn semantic_bins_keep_by_value() {
         let b = ints(&[-5, 0, 5, 15, 25]);
         let mut p = DropPoint::new(1);
