@@ -11,6 +11,7 @@ mod produce;
 mod query;
 mod run;
 mod run_tui;
+mod soak;
 
 use std::process::ExitCode;
 
@@ -45,6 +46,10 @@ enum Command {
     /// Add, list, show, change or remove queries of a running instance
     /// (`run --control-addr`), or switch its policy.
     Query(query::QueryArgs),
+    /// Live check of the QoS promise on five overload shapes scaled to this machine
+    /// (3x, 7x with a sliding window, bursts, a step, a ramp); prints per shape the
+    /// seconds over target, p99 against target, busy share while shedding and utility.
+    Soak(soak::SoakArgs),
 }
 
 /// A failed command: bad input (exit 2) or an operational failure (exit 1).
@@ -81,6 +86,7 @@ pub fn main() -> ExitCode {
         Command::Experiment(a) => experiment::experiment(a),
         Command::Produce(a) => produce::produce(a),
         Command::Query(a) => query::query(a),
+        Command::Soak(a) => soak::soak(a),
     };
     match result {
         Ok(code) => code,

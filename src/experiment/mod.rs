@@ -258,6 +258,7 @@ pub fn run(
         costs: vec![0; base.queries.len()],
         cores: base.engine.cores,
         cost_scale: 1.0,
+        disturbances: Default::default(),
     };
     let policy_settings = if setup.live {
         None

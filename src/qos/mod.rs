@@ -7,6 +7,7 @@ mod cost;
 mod ewma;
 mod latency_window;
 mod load;
+mod robust;
 mod utility;
 mod value_hist;
 
@@ -14,5 +15,6 @@ pub use cost::CostModel;
 pub use ewma::Ewma;
 pub use latency_window::LatencyWindow;
 pub use load::{LoadReport, QueryLoad, StreamLoad, engine_load, stream_coefficients};
+pub use robust::{ROBUST_TICKS, RobustRate, bounded};
 pub use utility::{UtilityCurve, loss_between, loss_slope, loss_utility};
 pub use value_hist::{Binning, ValueHistogram};

@@ -10,10 +10,14 @@ use crate::core::schema::Nanos;
 use crate::runtime::controls::PolicySwitch;
 use crate::runtime::monitor::{Monitor, QosSnapshot};
 use crate::shed::{
-    LatencyInput, QueryDrop, QueryInput, ShedInput, ShedKind, ShedPlan, ShedState, StreamInput,
-    ValueQos, plan,
+    LatencyInput, QueryDrop, QueryInput, Rows, ShedInput, ShedKind, ShedPlan, ShedState,
+    StreamInput, ValueQos, plan,
 };
 use crate::spec::{Policy, QosSpec, Workload};
+
+mod guard;
+
+pub use guard::GUARD;
 
 /// Measurements plus the plan in force, published every tick.
 #[derive(Clone, Debug)]
@@ -40,6 +44,24 @@ pub struct Controller {
     /// Per query: left the run (its slot stays; indices match the engine's).
     removed: Vec<bool>,
     window_rules: Vec<Option<WindowRule>>,
+    /// How each query's emitted rows follow its input (from its plan).
+    rows_shapes: Vec<Rows>,
+    /// The key columns of each grouped aggregate over plain columns (for key drops).
+    key_columns: Vec<Option<Vec<usize>>>,
+    /// The work per second the last plan predicted its admitted input to bring.
+    predicted: Option<f64>,
+    /// Queue depths and time of the last tick, for the work that arrived since.
+    prev_queued: Vec<f64>,
+    prev_at: Nanos,
+    /// Sum and count of `|model_error|` over shedding ticks.
+    error_sum: f64,
+    error_ticks: u64,
+    /// Per query: its latency target (ns), for the inner guard.
+    targets: Vec<Option<Nanos>>,
+    /// The inner guard may cut once per control tick; re-armed by `tick`.
+    guard_armed: bool,
+    /// Cuts the inner guard made so far.
+    guard_cuts: u64,
     installed_queue: bool,
     history: RunHistory,
     /// The last report, whose plan a final `measure` repeats.
@@ -89,6 +111,24 @@ impl Controller {
             qos: w.queries.iter().map(|q| q.qos.clone()).collect(),
             removed: vec![false; w.queries.len()],
             window_rules,
+            rows_shapes: (0..engine.query_count())
+                .map(|q| rows_shape(engine, q))
+                .collect(),
+            key_columns: (0..engine.query_count())
+                .map(|q| key_columns(engine, q))
+                .collect(),
+            predicted: None,
+            prev_queued: vec![0.0; engine.query_count()],
+            prev_at: start,
+            error_sum: 0.0,
+            error_ticks: 0,
+            targets: w
+                .queries
+                .iter()
+                .map(|q| q.qos.as_ref().and_then(|s| s.latency).map(|l| l.target))
+                .collect(),
+            guard_armed: true,
+            guard_cuts: 0,
             installed_queue: false,
             last: None,
             switch: None,
@@ -153,6 +193,11 @@ impl Controller {
             .collect()
     }
 
+    /// Cuts the inner guard made so far.
+    pub fn guard_cuts(&self) -> u64 {
+        self.guard_cuts
+    }
+
     /// Measures the tick ending at `now` without planning (the run's last report, after
     /// the final flush): the plan in force is repeated and the history is unchanged.
     pub fn measure(&mut self, engine: &mut Engine, now: Nanos) -> ControlReport {
@@ -179,6 +224,7 @@ impl Controller {
             self.switch_policy(engine, p, w.engine.queue_capacity);
         }
         let mut qos = self.monitor.tick(engine, now);
+        self.guard_armed = true;
         if !self.installed_queue {
             if let Some(c) = self.policy.queue_capacity {
                 engine.install(&DropRules {
@@ -189,7 +235,36 @@ impl Controller {
             }
             self.installed_queue = true;
         }
+        let fixed: f64 = if self.model_costs.is_some() {
+            0.0
+        } else {
+            qos.queries.iter().map(|q| q.fixed_cost).sum()
+        };
+        // The model checked against what happened: the work that arrived over this tick
+        // (work done, plus the growth of the backlog at the measured costs) against what
+        // the last plan predicted for it.
+        let dt = ((now - self.prev_at).max(1)) as f64 / 1e9;
+        let backlog: f64 = qos
+            .queries
+            .iter()
+            .zip(&self.prev_queued)
+            .map(|(q, &before)| (q.queued as f64 - before) * q.cost)
+            .sum();
+        self.prev_queued = qos.queries.iter().map(|q| q.queued as f64).collect();
+        self.prev_at = now;
+        if let Some(predicted) = self.predicted.filter(|p| *p > 0.01 * self.capacity) {
+            let arrived = (qos.busy * 1e9 + backlog / dt).max(0.0);
+            let e = (arrived - predicted) / predicted;
+            qos.model_error = Some(e);
+            if self.state.shedding() {
+                self.error_sum += e.abs();
+                self.error_ticks += 1;
+            }
+        }
+        qos.model_error_mean =
+            (self.error_ticks > 0).then(|| self.error_sum / self.error_ticks as f64);
         let input = ShedInput {
+            model_error: qos.model_error,
             streams: qos
                 .streams
                 .iter()
@@ -217,6 +292,21 @@ impl Controller {
                         stream: q.stream,
                         cost,
                         queued: q.queued as f64,
+                        // Declared costs stand for all of a query's work.
+                        row_cost: if self.model_costs.is_some() {
+                            0.0
+                        } else {
+                            q.row_cost
+                        },
+                        fixed: if self.model_costs.is_some() {
+                            0.0
+                        } else {
+                            q.fixed_cost
+                        },
+                        rows: q.row_rate,
+                        keys: self.key_columns[qi].is_some(),
+                        keep_now: q.delivered,
+                        rows_shape: self.rows_shapes[qi],
                         loss: spec.and_then(|s| s.loss_tolerance.as_ref()),
                         weight: spec.map_or(1.0, |s| s.weight),
                         lossless: spec.is_some_and(|s| s.lossless),
@@ -248,6 +338,9 @@ impl Controller {
             policy: self.policy.params,
         };
         let p = plan(&input, &mut self.state);
+        // Work the admitted input is predicted to bring over the next tick, with the fixed
+        // work the capacity was reduced by.
+        self.predicted = Some(p.expected_input + fixed);
         let rules = self.rules(&p);
         let stream_keep = p.streams.clone();
         let query_keep: Vec<f64> = p
@@ -255,7 +348,9 @@ impl Controller {
             .iter()
             .map(|d| match d {
                 QueryDrop::KeepAll => 1.0,
-                QueryDrop::Random { keep } | QueryDrop::Window { keep } => *keep,
+                QueryDrop::Random { keep }
+                | QueryDrop::Window { keep }
+                | QueryDrop::Keys { keep } => *keep,
                 QueryDrop::Semantic(s) => s.delivered,
             })
             .collect();
@@ -304,9 +399,14 @@ impl Controller {
         model_cost: Option<Nanos>,
     ) {
         self.monitor.add_query(engine, q, qos.clone());
-        self.qos.push(qos);
+        self.qos.push(qos.clone());
         self.removed.push(false);
         self.window_rules.push(window_rule(engine, q));
+        self.rows_shapes.push(rows_shape(engine, q));
+        self.key_columns.push(key_columns(engine, q));
+        self.prev_queued.push(0.0);
+        self.targets
+            .push(qos.as_ref().and_then(|s| s.latency).map(|l| l.target));
         if let Some(c) = &mut self.model_costs {
             c.push(model_cost.map_or(f64::NAN, |c| c as f64));
         }
@@ -325,6 +425,7 @@ impl Controller {
     /// Changes the QoS query `q` is judged and shed by; the next tick replans with it.
     pub fn set_qos(&mut self, engine: &mut Engine, q: usize, qos: Option<QosSpec>) {
         self.monitor.set_qos(engine, q, qos.clone());
+        self.targets[q] = qos.as_ref().and_then(|s| s.latency).map(|l| l.target);
         self.qos[q] = qos;
     }
 
@@ -337,6 +438,7 @@ impl Controller {
     pub fn remove_query(&mut self, engine: &mut Engine, q: usize) {
         self.monitor.remove_query(engine, q);
         self.removed[q] = true;
+        self.targets[q] = None;
     }
 
     /// Switches the shedding policy; the next tick plans under it from a fresh shedder
@@ -384,6 +486,13 @@ impl Controller {
                     }),
                     // Window-aware needs a tumbling window over column keys; other
                     // queries get the same keep fraction at random.
+                    QueryDrop::Keys { keep } => match &self.key_columns[qi] {
+                        Some(k) => DropRule::Keys {
+                            keep: *keep,
+                            key_columns: k.clone(),
+                        },
+                        None => DropRule::Random { keep: *keep },
+                    },
                     QueryDrop::Window { keep } => match &self.window_rules[qi] {
                         Some(r) => DropRule::Window(WindowRule {
                             keep: *keep,
@@ -396,6 +505,34 @@ impl Controller {
             queue_capacity: None,
         }
     }
+}
+
+/// How query `q`'s emitted rows follow its input: a grouped window aggregate emits a row
+/// per non-empty (key, window), each tuple lying in `size / slide` windows.
+fn rows_shape(engine: &Engine, q: usize) -> Rows {
+    match &engine.query_plan(q).body {
+        PlanBody::Aggregate(a) => Rows::Grouped {
+            overlap: (a.window.size as f64 / a.window.slide.max(1) as f64).max(1.0),
+        },
+        _ => Rows::Linear,
+    }
+}
+
+/// The key columns of query `q`, if it is a grouped aggregate over plain columns.
+fn key_columns(engine: &Engine, q: usize) -> Option<Vec<usize>> {
+    let PlanBody::Aggregate(a) = &engine.query_plan(q).body else {
+        return None;
+    };
+    if a.keys.is_empty() {
+        return None;
+    }
+    a.keys
+        .iter()
+        .map(|k| match k {
+            Expr::Column(c) => Some(*c),
+            _ => None,
+        })
+        .collect()
 }
 
 /// The window rule template of query `q`, if it is a tumbling aggregate over column keys.

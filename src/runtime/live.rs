@@ -190,6 +190,8 @@ pub fn run_live_managed(
                 let end = clock.now();
                 engine.record_busy(turn.query, end - start);
                 emit(&mut engine, outputs, &clock, &mut spent, observers, since);
+                // The inner guard: a backlog near its target is cut now, not next tick.
+                controller.guard(&mut engine, clock.now());
             }
         } else if all_done {
             break;

@@ -8,7 +8,9 @@ use hdrhistogram::Histogram;
 use crate::core::engine::{Engine, ValueObserver};
 use crate::core::schema::Nanos;
 use crate::core::stats::EngineSnapshot;
-use crate::qos::{Binning, CostModel, Ewma, LatencyWindow, ValueHistogram, loss_utility};
+use crate::qos::{
+    Binning, CostModel, Ewma, LatencyWindow, RobustRate, ValueHistogram, loss_utility,
+};
 use crate::spec::{QosSpec, Workload};
 
 /// Bins of a value histogram between the first and last point of a value-utility curve.
@@ -36,6 +38,11 @@ pub struct QueryQos {
     /// (closing windows), ns/s: a least-squares fit of busy time against tuples per tick.
     pub cost: f64,
     pub fixed_cost: f64,
+    /// Work per emitted row beyond the per-tuple work (window closing, sinks), ns; 0 when
+    /// the fit cannot tell rows from tuples.
+    pub row_cost: f64,
+    /// Result rows per second over the last ticks (robust: one odd tick does not move it).
+    pub row_rate: f64,
     /// Results per processed tuple.
     pub selectivity: f64,
     /// Result latency percentiles over the sliding window (ns).
@@ -79,6 +86,13 @@ pub struct QosSnapshot {
     pub overhead: f64,
     /// Ticks whose ledger did not balance (0 unless there is a bug).
     pub violations: u64,
+    /// The load model checked against what happened: `(measured - predicted) / predicted`
+    /// query work over this tick, where the prediction is the previous plan's expected
+    /// load (capped at capacity); `None` before the first plan or when nothing was
+    /// predicted. Filled by the control loop, which owns the plan.
+    pub model_error: Option<f64>,
+    /// Mean of `|model_error|` over the run's shedding ticks so far.
+    pub model_error_mean: Option<f64>,
     /// The engine counters this snapshot was computed from.
     pub engine: EngineSnapshot,
 }
@@ -86,6 +100,7 @@ pub struct QosSnapshot {
 struct QueryTrack {
     qos: Option<QosSpec>,
     cost: CostModel,
+    rows: RobustRate,
     delivered: Ewma,
     /// Latencies of the last `window_ticks` ticks, sparse (an idle query holds nothing).
     latency: LatencyWindow,
@@ -121,6 +136,7 @@ fn track(engine: &mut Engine, qi: usize, qos: Option<QosSpec>, window_ticks: usi
     QueryTrack {
         qos,
         cost: CostModel::default(),
+        rows: RobustRate::default(),
         delivered: Ewma::new(ALPHA),
         latency: LatencyWindow::new(window_ticks),
         last_tick: None,
@@ -136,7 +152,7 @@ pub struct Monitor {
     window_ticks: usize,
     /// What `tick_latency` shows for a query that has no result yet.
     empty: Histogram<u64>,
-    rates: Vec<Ewma>,
+    rates: Vec<RobustRate>,
     prev: Option<EngineSnapshot>,
     prev_at: Nanos,
     violations: u64,
@@ -160,7 +176,7 @@ impl Monitor {
             queries,
             window_ticks,
             empty: crate::core::stats::latency_histogram(),
-            rates: w.streams.iter().map(|_| Ewma::new(ALPHA)).collect(),
+            rates: w.streams.iter().map(|_| RobustRate::default()).collect(),
             prev: None,
             prev_at: start,
             violations: 0,
@@ -235,17 +251,12 @@ impl Monitor {
             .iter()
             .zip(&prev.streams)
             .zip(&mut self.rates)
-            .map(|((s, p), ewma)| StreamQos {
+            .map(|((s, p), est)| StreamQos {
                 name: s.name.clone(),
-                rate: {
-                    // A rising rate is believed at once (a surge must be met within a
-                    // tick); a falling one is smoothed, so shedding stops gently.
-                    let r = (s.ingested - p.ingested) as f64 / dt;
-                    if ewma.value().is_some_and(|v| r > v) {
-                        ewma.reset();
-                    }
-                    ewma.update(r).unwrap_or(0.0)
-                },
+                // The median of the last ticks, raised at once when two ticks agree: a surge
+                // is met within two ticks, and one odd tick (an engine pause, a stalled
+                // source, a catch-up burst) moves nothing.
+                rate: est.update((s.ingested - p.ingested) as f64 / dt),
             })
             .collect();
         let mut busy_total = 0.0;
@@ -260,7 +271,9 @@ impl Monitor {
             let processed = (q.processed - p.processed) as f64;
             let busy = (q.busy - p.busy) as f64;
             busy_total += busy;
-            t.cost.update(processed, busy, dt);
+            let results = (q.results - p.results) as f64;
+            t.cost.update_with_rows(processed, results, busy, dt);
+            let row_rate = t.rows.update(results / dt);
             let offered = (q.offered - p.offered) as f64;
             let dropped: u64 = q.dropped.iter().sum::<u64>() - p.dropped.iter().sum::<u64>();
             if offered > 0.0 {
@@ -314,6 +327,8 @@ impl Monitor {
                 queue_delay,
                 cost: t.cost.per_tuple(),
                 fixed_cost: t.cost.fixed(),
+                row_cost: t.cost.per_row(),
+                row_rate,
                 selectivity: if processed > 0.0 {
                     (q.results - p.results) as f64 / processed
                 } else {
@@ -358,6 +373,8 @@ impl Monitor {
                 .update((snap.overhead - prev.overhead) as f64 / dt)
                 .unwrap_or(0.0),
             violations: self.violations,
+            model_error: None,
+            model_error_mean: None,
             engine: snap,
         }
     }

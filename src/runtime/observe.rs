@@ -213,6 +213,22 @@ pub enum Event {
         policy: String,
         shedding_policy: bool,
     },
+    /// The load model was refitted: the feedback correction had sat at a bound, so the
+    /// model's costs are now multiplied by `scale` and the correction restarts at 1.
+    ModelRefit {
+        at: Nanos,
+        scale: f64,
+    },
+    /// Dropping input tuples cannot bring the load under the target (work that does not
+    /// shrink with the input, like emitting window rows, is too large); the shedder drops
+    /// whole windows and pauses `paused` (query indices). `InputDropsSufficient` ends it.
+    InputDropsInsufficient {
+        at: Nanos,
+        paused: Vec<usize>,
+    },
+    InputDropsSufficient {
+        at: Nanos,
+    },
     RunEnded(Box<RunSummary>),
 }
 
@@ -251,6 +267,8 @@ pub struct EventTracker {
     query_keep: Vec<f64>,
     /// Per query: when its current violation began.
     violating: Vec<Option<Nanos>>,
+    /// Whether input drops were last reported insufficient, and what was paused.
+    insufficient: Option<Vec<usize>>,
 }
 
 impl EventTracker {
@@ -277,6 +295,31 @@ impl EventTracker {
                     query_keep: r.query_keep.clone(),
                 });
             }
+        }
+        if let Some(scale) = r.plan.refit {
+            out.push(Event::ModelRefit { at, scale });
+        }
+        let short = r.plan.shedding && r.plan.input_insufficient;
+        match (&self.insufficient, short) {
+            (None, true) => {
+                self.insufficient = Some(r.plan.paused.clone());
+                out.push(Event::InputDropsInsufficient {
+                    at,
+                    paused: r.plan.paused.clone(),
+                });
+            }
+            (Some(was), true) if *was != r.plan.paused => {
+                self.insufficient = Some(r.plan.paused.clone());
+                out.push(Event::InputDropsInsufficient {
+                    at,
+                    paused: r.plan.paused.clone(),
+                });
+            }
+            (Some(_), false) => {
+                self.insufficient = None;
+                out.push(Event::InputDropsSufficient { at });
+            }
+            _ => {}
         }
         self.violating.resize(r.qos.queries.len(), None);
         for (qi, q) in r.qos.queries.iter().enumerate() {

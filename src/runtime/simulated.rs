@@ -6,11 +6,18 @@
 //! Sources are generated in slices of `SLICE` virtual time; a slice's tuples (spread evenly
 //! over it) are ingested once the clock reaches its end, which adds at most one slice of
 //! delay to every result in both the measured and the reference runs.
+//!
+//! `Disturbances` add what a live machine does to a run (cost jitter, pauses of the
+//! engine thread, a neighbour taking capacity, work per emitted row), drawn from their own
+//! seed, so a disturbed run is as repeatable as a quiet one.
 
 use super::control::{Controller, RunHistory};
 use super::manage::{Command, Manager, Outcome, Scripted};
 use super::observe::{Event, Observers, RunInfo, RunMode, RunSummary, TickReport};
 use super::stop::{StopHandle, StopReason};
+use rand::rngs::SmallRng;
+use rand::{RngExt, SeedableRng};
+
 use crate::core::batch::Batch;
 use crate::core::engine::{Emitted, Engine};
 use crate::core::schema::Nanos;
@@ -33,6 +40,49 @@ pub struct SimSettings {
     /// True cost = declared cost x this (1 normally). Tests set it to make the declared
     /// costs, which a controller may use as its model, wrong on purpose.
     pub cost_scale: f64,
+    /// What a live machine does to a run; none by default.
+    pub disturbances: Disturbances,
+}
+
+/// Disturbances of a simulated run. Each is off at its default; all random draws come from
+/// `seed`, so the same settings give the same run.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Disturbances {
+    /// Each turn's cost is the declared cost times a factor uniform in
+    /// `[1 - jitter, 1 + jitter]`, `jitter` in `[0, 1)`.
+    pub cost_jitter: f64,
+    /// Every `pause_every` the engine thread stops for `pause` inside a turn (descheduled,
+    /// a page fault storm, a GC in a neighbour): the time passes and counts as the turn's
+    /// busy time, as it would live. 0 = never.
+    pub pause_every: Nanos,
+    pub pause: Nanos,
+    /// A neighbour takes capacity in `[from, to)`: the engine runs at `share` of its speed
+    /// there (0.5 halves capacity), so every turn takes `1 / share` as long.
+    pub neighbour: Option<Neighbour>,
+    /// Per query (in query order; missing = 0), work per result row it emits (window
+    /// closing, sinks), charged to it: output-heavy windows, whose cost does not shrink
+    /// with the input.
+    pub row_costs: Vec<Nanos>,
+    pub seed: u64,
+}
+
+/// A neighbour process taking part of the machine for a while.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Neighbour {
+    pub from: Nanos,
+    pub to: Nanos,
+    /// Share of its speed the engine keeps, in `(0, 1]`.
+    pub share: f64,
+}
+
+impl Disturbances {
+    /// Speed factor at virtual time `t` (1 unless a neighbour is active).
+    fn share_at(&self, t: Nanos) -> f64 {
+        match self.neighbour {
+            Some(n) if t >= n.from && t < n.to => n.share.clamp(1e-3, 1.0),
+            _ => 1.0,
+        }
+    }
 }
 
 impl SimSettings {
@@ -69,6 +119,7 @@ impl SimSettings {
             costs: w.queries.iter().map(|q| q.cost.unwrap_or(0)).collect(),
             cores: w.engine.cores,
             cost_scale: 1.0,
+            disturbances: Disturbances::default(),
         })
     }
 }
@@ -191,6 +242,26 @@ pub fn run_simulated_script(
         })
         .collect();
     let cores = settings.cores.max(1e-9);
+    let d = &settings.disturbances;
+    let mut rng = SmallRng::seed_from_u64(d.seed);
+    let mut next_pause = if d.pause_every > 0 && d.pause > 0 {
+        d.pause_every
+    } else {
+        Nanos::MAX
+    };
+    let mut rows = vec![0u64; w.queries.len()];
+    // Charges the per-row work of what `emit` just handed out, and advances the clock.
+    let charge_rows = |engine: &mut Engine, rows: &mut [u64], now: &mut Nanos| {
+        for (q, r) in rows.iter_mut().enumerate() {
+            let row_cost = d.row_costs.get(q).copied().unwrap_or(0).max(0);
+            if *r > 0 && row_cost > 0 {
+                let busy = (row_cost as f64 * *r as f64 / d.share_at(*now)).round() as Nanos;
+                engine.record_busy(q, busy);
+                *now += ((busy as f64 / cores).round() as Nanos).max(1);
+            }
+            *r = 0;
+        }
+    };
     let mut now: Nanos = 0;
     let mut generated_to: Nanos = 0;
     let mut next_tick = w.engine.tick;
@@ -282,11 +353,31 @@ pub fn run_simulated_script(
             generated_to = to;
         }
         if let Some(turn) = engine.run_turn(now) {
-            let cost = costs[turn.query] as f64 * settings.cost_scale;
-            let busy = (cost * turn.tuples as f64).round() as Nanos;
+            let jitter = if d.cost_jitter > 0.0 {
+                1.0 + d.cost_jitter.min(0.99) * (2.0 * rng.random::<f64>() - 1.0)
+            } else {
+                1.0
+            };
+            let cost = costs[turn.query] as f64 * settings.cost_scale * jitter / d.share_at(now);
+            let mut busy = (cost * turn.tuples as f64).round() as Nanos;
+            if now >= next_pause {
+                busy += d.pause;
+                next_pause = next_pause.saturating_add(d.pause_every);
+            }
             engine.record_busy(turn.query, busy);
             now += ((busy as f64 / cores).round() as Nanos).max(1);
-            engine.emit(now, &mut on_emit);
+            engine.emit(now, &mut |e: &Emitted<'_>| {
+                // Queries added by a script grow the set as the run goes.
+                if e.index >= rows.len() {
+                    rows.resize(e.index + 1, 0);
+                }
+                rows[e.index] += e.batch.len() as u64;
+                on_emit(e)
+            });
+            charge_rows(&mut engine, &mut rows, &mut now);
+            if let Some(c) = controller.as_deref_mut() {
+                c.guard(&mut engine, now);
+            }
         } else if generated_to < duration {
             now = now.max(generated_to + SLICE);
         } else {
@@ -294,7 +385,15 @@ pub fn run_simulated_script(
         }
         while now >= next_tick {
             engine.tick(next_tick.min(now), |_| generated_to);
-            engine.emit(now, &mut on_emit);
+            engine.emit(now, &mut |e: &Emitted<'_>| {
+                // Queries added by a script grow the set as the run goes.
+                if e.index >= rows.len() {
+                    rows.resize(e.index + 1, 0);
+                }
+                rows[e.index] += e.batch.len() as u64;
+                on_emit(e)
+            });
+            charge_rows(&mut engine, &mut rows, &mut now);
             if let Some(c) = controller.as_deref_mut() {
                 let report = c.tick(&mut engine, next_tick, w);
                 observers.tick(&TickReport {

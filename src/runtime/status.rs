@@ -53,7 +53,20 @@ pub fn status_lines(r: &ControlReport, at: Nanos, shedding_policy: bool) -> Stri
             },
             100.0 * r.qos.busy,
             if p.shedding {
-                format!("shedding (model correction {:.2})", p.correction)
+                format!(
+                    "shedding (model correction {:.2}, headroom {:.2}{}{})",
+                    p.correction,
+                    p.headroom,
+                    r.qos
+                        .model_error
+                        .map(|e| format!(", model error {:+.0}%", 100.0 * e))
+                        .unwrap_or_default(),
+                    if p.input_insufficient {
+                        ", input drops cannot cover the load"
+                    } else {
+                        ""
+                    }
+                )
             } else {
                 "not shedding".to_string()
             },
@@ -366,6 +379,29 @@ impl Observer for StatusObserver {
                     *at as f64 / 1e9
                 ));
             }
+            Event::ModelRefit { at, scale } if !self.quiet => self.line(&format!(
+                "[{:>6.1}s] load model refitted: costs x{scale:.2} (the correction sat at its bound)\n",
+                *at as f64 / 1e9
+            )),
+            Event::InputDropsInsufficient { at, paused } if !self.quiet => {
+                let names: Vec<&str> = paused
+                    .iter()
+                    .map(|q| self.queries.get(*q).map_or("?", |s| s.as_str()))
+                    .collect();
+                self.line(&format!(
+                    "[{:>6.1}s] dropping input cannot bring the load under capacity (work per emitted row does not shrink with it): dropping whole windows{}\n",
+                    *at as f64 / 1e9,
+                    if names.is_empty() {
+                        String::new()
+                    } else {
+                        format!(", pausing {}", names.join(", "))
+                    }
+                ))
+            }
+            Event::InputDropsSufficient { at } if !self.quiet => self.line(&format!(
+                "[{:>6.1}s] input drops cover the load again\n",
+                *at as f64 / 1e9
+            )),
             Event::RunEnded(summary_) => self.line(&summary(summary_)),
             _ => {}
         }

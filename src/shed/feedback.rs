@@ -5,6 +5,10 @@
 
 use super::input::QueryInput;
 
+/// Largest move of `m` in one tick: one odd measurement (an engine pause, a burst of
+/// window closings) cannot swing the correction further than this.
+pub const MAX_STEP: f64 = 0.2;
+
 /// Controller state carried between ticks.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Feedback {
@@ -33,12 +37,17 @@ pub struct Gains {
 }
 
 impl Feedback {
+    /// Restarts at `m` (after the model was refitted to absorb the old correction).
+    pub fn reset(&mut self, m: f64) {
+        self.correction = m;
+    }
+
     /// The current correction `m`.
     pub fn correction(&self) -> f64 {
         self.correction
     }
 
-    /// One tick: `m += kp * (e - e_prev) + ki * e`, clamped to `[min, max]`, where `e` is the
+    /// One tick: `m += kp * (e - e_prev) + ki * e` (a move of at most `MAX_STEP`), clamped to `[min, max]`, where `e` is the
     /// relative latency error (positive: room to spare). The integral term is skipped while
     /// `m` sits at a bound and `e` pushes further into it. Without an error (no latency
     /// measured this tick) `m` holds. Returns the new `m`.
@@ -51,7 +60,8 @@ impl Feedback {
         let e = e.clamp(-1.0, 1.0);
         let pushing_past = (m >= g.max && e > 0.0) || (m <= g.min && e < 0.0);
         let integral = if pushing_past { 0.0 } else { g.ki * e };
-        self.correction = (m + g.kp * (e - self.prev_error) + integral).clamp(g.min, g.max);
+        let step = (g.kp * (e - self.prev_error) + integral).clamp(-MAX_STEP, MAX_STEP);
+        self.correction = (m + step).clamp(g.min, g.max);
         self.prev_error = e;
         self.correction
     }

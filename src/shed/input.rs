@@ -3,6 +3,7 @@
 //! the planner clamps every number it uses, so a bad measurement degrades a plan but never
 //! panics.
 
+use super::model::Rows;
 use crate::qos::UtilityCurve;
 use crate::qos::ValueHistogram;
 
@@ -65,6 +66,10 @@ pub struct PolicyParams {
     /// Highest correction `m`, `> 0`. Default 1: feedback only tightens the model; above 1
     /// it could let the model admit more than `H * C` when latencies look good.
     pub correction_max: f64,
+    /// Adaptive headroom: while shedding, the share of capacity handed out rises from
+    /// `headroom` towards 1 as long as every latency has ample slack, and falls back at
+    /// once when slack shrinks. Default true.
+    pub adaptive_headroom: bool,
 }
 
 impl Default for PolicyParams {
@@ -81,6 +86,7 @@ impl Default for PolicyParams {
             ki: 0.05,
             correction_min: 0.05,
             correction_max: 1.0,
+            adaptive_headroom: true,
         }
     }
 }
@@ -113,6 +119,7 @@ impl PolicyParams {
             correction_min: within(self.correction_min, 1e-3, correction_max, d.correction_min)
                 .min(correction_max),
             correction_max,
+            adaptive_headroom: self.adaptive_headroom,
         }
     }
 }
@@ -157,6 +164,19 @@ pub struct QueryInput<'a> {
     pub cost: f64,
     /// Tuples in its input queue.
     pub queued: f64,
+    /// Work per emitted row beyond the per-tuple work (window closing, sinks), ns.
+    pub row_cost: f64,
+    /// Work per second it does whatever its input (as fitted), ns/s; already taken off
+    /// `ShedInput::capacity`, so it only decides whether to pause the query.
+    pub fixed: f64,
+    /// Rows per second it emits now, measured at keep fraction `keep_now`.
+    pub rows: f64,
+    /// The share of its stream's offered tuples it received when `rows` was measured.
+    pub keep_now: f64,
+    /// How its rows follow its keep fraction.
+    pub rows_shape: Rows,
+    /// Whether it groups by plain columns, so whole keys can be dropped.
+    pub keys: bool,
     /// Loss-tolerance graph, points ascending in percent delivered; `None`: linear from
     /// (0, 0) to (100, 1).
     pub loss: Option<&'a UtilityCurve>,
@@ -181,6 +201,12 @@ impl QueryInput<'_> {
             stream,
             cost,
             queued: 0.0,
+            row_cost: 0.0,
+            fixed: 0.0,
+            rows: 0.0,
+            keep_now: 1.0,
+            rows_shape: Rows::Linear,
+            keys: false,
             loss: None,
             weight: 1.0,
             lossless: false,
@@ -200,5 +226,8 @@ pub struct ShedInput<'a> {
     pub queries: Vec<QueryInput<'a>>,
     /// `C`: ns of work per second the engine can do, `cores * 1e9`.
     pub capacity: f64,
+    /// The load model checked over the last tick: `(arrived - predicted) / predicted` work
+    /// (`None` when not known). The model is refitted only when it under-predicted.
+    pub model_error: Option<f64>,
     pub policy: PolicyParams,
 }

@@ -15,9 +15,11 @@
 //!    query drop points (nothing to install for `None` and `TailDrop`), and scales random
 //!    samples by `ShedPlan::delivered`.
 
+mod adapt;
 mod feedback;
 mod greedy;
 mod input;
+mod model;
 mod placement;
 mod plan;
 mod planner;
@@ -29,11 +31,12 @@ mod tests_control;
 #[cfg(test)]
 mod tests_plan;
 
-pub use feedback::{Feedback, Gains, latency_error, latency_miss};
+pub use feedback::{Feedback, Gains, MAX_STEP, latency_error, latency_miss};
 pub use greedy::{Cover, GreedyQuery, Move, MoveTarget, cover};
 pub use input::{
     LatencyInput, PolicyParams, QueryInput, ShedInput, ShedKind, StreamInput, ValueQos,
 };
+pub use model::{Rows, load_at, rows_at};
 pub use placement::{Merged, merge_at_streams};
 pub use plan::{QueryDrop, SemanticDrop, ShedPlan};
 pub use planner::{ShedState, plan};

@@ -29,9 +29,14 @@ pub struct ShedPlan {
     pub target: f64,
     /// `T - target`; negative when there is room to spare.
     pub excess: f64,
-    /// Model load once this plan is installed: `target` minus less than one step's gain
-    /// when shedding covered the excess ("enough, not more").
+    /// Model load once this plan is installed (per-tuple and per-row work at the planned
+    /// keeps, plus queue load): `target` minus less than one step's gain when shedding
+    /// covered the excess ("enough, not more"). The monitor checks it against the
+    /// measured work of the next tick.
     pub expected_load: f64,
+    /// Work per second the admitted input brings under this plan (`expected_load`
+    /// without the queue's melt): what the monitor checks against the work that arrived.
+    pub expected_input: f64,
     /// Excess that shedding could not cover (lossless queries, queue load alone above the
     /// target); 0 when the plan is enough.
     pub unmet: f64,
@@ -40,6 +45,21 @@ pub struct ShedPlan {
     /// Whether the shedder is in its shedding state (hysteresis). A shedding plan may still
     /// keep everything when the excess is not positive.
     pub shedding: bool,
+    /// The share of capacity handed out this tick (the policy's `H`, raised by adaptive
+    /// headroom while latencies have slack).
+    pub headroom: f64,
+    /// The factor the load model's costs are multiplied by (1 until a refit).
+    pub model_scale: f64,
+    /// Set on the tick the model was refitted because the correction sat at a bound: the
+    /// new `model_scale`.
+    pub refit: Option<f64>,
+    /// Dropping input tuples could not bring the load under the target: work that does
+    /// not shrink with the input (emitting window rows) is too large. The plan then uses
+    /// whole-window drops or pauses queries (`paused`).
+    pub input_insufficient: bool,
+    /// Queries paused (keep 0) because dropping their input alone was not enough, lowest
+    /// utility per unit of load first; never a lossless query.
+    pub paused: Vec<usize>,
 }
 
 impl ShedPlan {
@@ -55,9 +75,15 @@ impl ShedPlan {
             target: 0.0,
             excess: 0.0,
             expected_load: 0.0,
+            expected_input: 0.0,
             unmet: 0.0,
             correction: 1.0,
             shedding: false,
+            headroom: 1.0,
+            model_scale: 1.0,
+            refit: None,
+            input_insufficient: false,
+            paused: Vec::new(),
         }
     }
 
@@ -85,6 +111,10 @@ pub enum QueryDrop {
     /// is exact. Planned as if it saved `1 - keep` of the query's work (exact for tumbling
     /// windows; less for sliding windows, whose tuples belong to several windows).
     Window { keep: f64 },
+    /// Keep the tuples of a stable share `keep` of the query's keys: for grouped window
+    /// aggregates whose emitted rows do not shrink with a random drop (sliding windows
+    /// over many keys); rows then shrink with the keep. Not scaled.
+    Keys { keep: f64 },
 }
 
 impl QueryDrop {

@@ -6,25 +6,66 @@
 use crate::qos::UtilityCurve;
 use crate::qos::{QueryLoad, StreamLoad, engine_load, loss_utility};
 
+use super::adapt::{adapt_headroom, refit};
 use super::feedback::{Feedback, Gains, latency_error, latency_miss};
 use super::greedy::{GreedyQuery, cover};
 use super::input::{PolicyParams, QueryInput, ShedInput, ShedKind};
+use super::model::{Rows, load_at};
 use super::placement::merge_at_streams;
 use super::plan::{QueryDrop, ShedPlan};
 use super::semantic::{derived_curve, semantic_drop};
 use super::trigger::Trigger;
 
+/// A query is paused when shedding leaves it under this share of its input while its
+/// non-shrinking work takes more than `PAUSE_SHARE` of the machine.
+const PAUSE_KEEP: f64 = 0.1;
+const PAUSE_SHARE: f64 = 0.5;
+/// Below this model error a backlog counts as draining as predicted.
+const DRAINING_ERROR: f64 = 0.1;
+
 /// What the planner remembers between ticks.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug)]
 pub struct ShedState {
-    trigger: Trigger,
-    feedback: Feedback,
-    last: Option<ShedPlan>,
+    pub(super) trigger: Trigger,
+    pub(super) feedback: Feedback,
+    pub(super) last: Option<ShedPlan>,
+    /// Multiplier of every model cost, refitted when the correction sits at a bound.
+    pub(super) scale: f64,
+    /// Consecutive ticks at the lower / upper bound of the correction.
+    pub(super) pinned_low: u32,
+    pub(super) pinned_high: u32,
+    /// Adaptive headroom in force (`None` before the first tick: the policy's).
+    pub(super) headroom: Option<f64>,
+    /// Queries paused because input drops could not help them; kept while shedding lasts.
+    pub(super) paused: Vec<bool>,
+    /// Queries switched to whole-key drops; kept while shedding lasts.
+    pub(super) by_keys: Vec<bool>,
+}
+
+impl Default for ShedState {
+    fn default() -> ShedState {
+        ShedState {
+            trigger: Trigger::default(),
+            feedback: Feedback::default(),
+            last: None,
+            scale: 1.0,
+            pinned_low: 0,
+            pinned_high: 0,
+            headroom: None,
+            paused: Vec::new(),
+            by_keys: Vec::new(),
+        }
+    }
 }
 
 impl ShedState {
     pub fn new() -> ShedState {
         ShedState::default()
+    }
+
+    /// The factor the model's costs are multiplied by.
+    pub fn model_scale(&self) -> f64 {
+        self.scale
     }
 
     /// Whether the last tick left the shedder in its shedding state.
@@ -48,8 +89,11 @@ fn non_negative(x: f64) -> f64 {
 }
 
 /// How a query's cursor is realised at its drop point.
+#[derive(Clone, Copy)]
 enum Mode {
     Random,
+    /// A stable share of the query's keys (rows shrink with it).
+    Keys,
     /// Index into the derived curves.
     Semantic(usize),
     Window,
@@ -103,6 +147,7 @@ fn decide(input: &ShedInput, state: &mut ShedState) -> ShedPlan {
     let p = input.policy.sanitized();
     let capacity = non_negative(input.capacity);
     let qs = &input.queries;
+    let scale = state.scale;
     let streams: Vec<StreamLoad> = input
         .streams
         .iter()
@@ -112,23 +157,45 @@ fn decide(input: &ShedInput, state: &mut ShedState) -> ShedPlan {
         .iter()
         .map(|q| QueryLoad {
             stream: q.stream,
-            cost: q.cost,
+            cost: q.cost * scale,
             queued: q.queued,
             keep: 1.0,
         })
         .collect();
     let report = engine_load(&streams, &loads, p.melt);
+    // Row work at full input, beyond the per-tuple work.
+    let rows_load: f64 = qs
+        .iter()
+        .map(|q| {
+            let r = rate_of(input, q);
+            load_at(q, r, 1.0, q.rows_shape, scale)
+                - load_at(
+                    &QueryInput {
+                        row_cost: 0.0,
+                        ..*q
+                    },
+                    r,
+                    1.0,
+                    q.rows_shape,
+                    scale,
+                )
+        })
+        .sum();
+    let total = report.total + rows_load;
 
     let mut out = ShedPlan::keep_all(input.streams.len(), qs.len());
     for (u, q) in out.utility.iter_mut().zip(qs) {
         *u = loss_utility(q.loss, 100.0);
     }
     out.weighted_utility = weighted(qs, &out.utility);
-    out.load = report.total;
-    out.expected_load = report.total;
+    out.load = total;
+    out.expected_load = total;
+    out.expected_input = total - report.queue;
+    out.model_scale = scale;
     if p.kind == ShedKind::None {
+        out.headroom = p.headroom;
         out.target = p.headroom * capacity;
-        out.excess = report.total - out.target;
+        out.excess = total - out.target;
         return out;
     }
     let gains = Gains {
@@ -137,45 +204,254 @@ fn decide(input: &ShedInput, state: &mut ShedState) -> ShedPlan {
         min: p.correction_min,
         max: p.correction_max,
     };
-    let m = state.feedback.update(latency_error(qs, p.setpoint), gains);
+    let error = latency_error(qs, p.setpoint);
+    // A latency held up by a backlog the model already accounts for (its queue load) and
+    // that no more work than predicted is feeding is not a model error: the correction
+    // holds instead of winding down, and the backlog's melt does the work.
+    let draining = report.queue > 0.0 && input.model_error.is_some_and(|e| e < DRAINING_ERROR);
+    let m = state
+        .feedback
+        .update(error.filter(|e| !(draining && *e < 0.0)), gains);
+    let headroom = adapt_headroom(state, &p, error);
     out.correction = m;
-    out.target = p.headroom * capacity * m;
-    out.excess = report.total - out.target;
+    out.headroom = headroom;
+    out.target = headroom * capacity * m;
+    out.excess = total - out.target;
     out.shedding = state
         .trigger
-        .update(report.total, out.target, latency_miss(qs), p.low, p.hold);
+        .update(total, out.target, latency_miss(qs), p.low, p.hold);
+    refit(
+        state,
+        &p,
+        m,
+        error,
+        input.model_error,
+        out.shedding,
+        &mut out,
+    );
     if out.shedding && p.kind != ShedKind::TailDrop {
-        allocate(input, &p, report.queue, &mut out);
+        allocate(
+            input,
+            &p,
+            report.queue,
+            scale,
+            &mut state.paused,
+            &mut state.by_keys,
+            &mut out,
+        );
+    } else {
+        state.paused.clear();
+        state.by_keys.clear();
     }
     out
 }
 
+/// How a query's keep is realised and how its rows follow the keep.
+fn shape_of(q: &QueryInput, mode: &Mode) -> Rows {
+    match mode {
+        Mode::Window | Mode::Keys => Rows::Linear,
+        _ => q.rows_shape,
+    }
+}
+
 /// How much, where and how: greedy cursors against `out.excess`, merged at streams,
-/// realised per query.
-fn allocate(input: &ShedInput, p: &PolicyParams, queue_load: f64, out: &mut ShedPlan) {
+/// realised per query. The greedy sees linear gains; the plan is then checked against the
+/// full load model (rows that do not shrink with the input) and tightened; if dropping
+/// input cannot cover the excess, whole-window drops take over where a query allows
+/// them, and the lowest-utility queries are paused.
+fn allocate(
+    input: &ShedInput,
+    p: &PolicyParams,
+    queue_load: f64,
+    scale: f64,
+    sticky: &mut Vec<bool>,
+    by_keys: &mut Vec<bool>,
+    out: &mut ShedPlan,
+) {
     let qs = &input.queries;
     let mut derived = Vec::new();
-    let modes: Vec<Mode> = qs.iter().map(|q| mode(p.kind, q, &mut derived)).collect();
+    let mut modes: Vec<Mode> = qs.iter().map(|q| mode(p.kind, q, &mut derived)).collect();
+    by_keys.resize(qs.len(), false);
+    for (i, m) in modes.iter_mut().enumerate() {
+        if by_keys[i] {
+            *m = Mode::Keys;
+        }
+    }
+    // Work at keep 1. A query dropping whole keys sheds its window work too, but only as
+    // its open windows close: the fixed work stays reserved until the fit sees it go.
+    let full_of = |modes: &[Mode]| -> Vec<f64> {
+        qs.iter()
+            .zip(modes)
+            .map(|(q, m)| load_at(q, rate_of(input, q), 1.0, shape_of(q, m), scale))
+            .collect()
+    };
+    let mut full = full_of(&modes);
+    sticky.resize(qs.len(), false);
+    let mut paused: Vec<bool> = (0..qs.len())
+        .map(|i| sticky[i] && !qs[i].lossless)
+        .collect();
+    let mut excess = out.excess;
+    let mut cov;
+    let mut round = 0;
+    loop {
+        let curve_of = |i: usize| match modes[i] {
+            Mode::Semantic(d) => Some(&derived[d]),
+            Mode::Random | Mode::Window | Mode::Keys => qs[i].loss,
+        };
+        let greedy: Vec<GreedyQuery> = qs
+            .iter()
+            .enumerate()
+            .map(|(i, q)| {
+                let r = rate_of(input, q);
+                // Gain of a linear query is all of its work; of a grouped one, only the
+                // per-tuple part is sure to go with the input.
+                let gain = match shape_of(q, &modes[i]) {
+                    Rows::Linear => full[i],
+                    Rows::Grouped { .. } => r * non_negative(q.cost) * scale,
+                };
+                GreedyQuery {
+                    stream: q.stream,
+                    gain_per_percent: gain / 100.0,
+                    weight: weight_of(q),
+                    curve: curve_of(i),
+                    movable: !q.lossless && !paused[i],
+                }
+            })
+            .collect();
+        let pause_gain: f64 = (0..qs.len()).filter(|&i| paused[i]).map(|i| full[i]).sum();
+        cov = cover(&greedy, input.streams.len(), excess - pause_gain, p.step);
+        let keeps: Vec<f64> = (0..qs.len())
+            .map(|i| {
+                if paused[i] {
+                    0.0
+                } else {
+                    cov.cursors[i] / 100.0
+                }
+            })
+            .collect();
+        let predicted: f64 = qs
+            .iter()
+            .enumerate()
+            .map(|(i, q)| {
+                load_at(
+                    q,
+                    rate_of(input, q),
+                    keeps[i],
+                    shape_of(q, &modes[i]),
+                    scale,
+                )
+            })
+            .sum::<f64>()
+            + queue_load;
+        // The dominance rule: a grouped query left under PAUSE_KEEP of its input while its
+        // work that does not shrink with the input takes over PAUSE_SHARE of the machine
+        // buys little: drop whole keys instead (its rows then shrink), or pause it.
+        let whole =
+            non_negative(input.capacity) + qs.iter().map(|q| non_negative(q.fixed)).sum::<f64>();
+        let dominated = (0..qs.len()).find(|&i| {
+            let q = &qs[i];
+            let k = keeps[i];
+            let r = rate_of(input, q);
+            !paused[i]
+                && !q.lossless
+                && matches!(modes[i], Mode::Random)
+                && matches!(q.rows_shape, Rows::Grouped { .. })
+                && k < PAUSE_KEEP
+                && non_negative(q.fixed) * scale + load_at(q, r, k, shape_of(q, &modes[i]), scale)
+                    - r * k * non_negative(q.cost) * scale
+                    > PAUSE_SHARE * whole
+        });
+        if let Some(i) = dominated
+            && round < 2 * qs.len() + 4
+        {
+            out.input_insufficient = true;
+            round += 1;
+            if qs[i].keys {
+                modes[i] = Mode::Keys;
+                full = full_of(&modes);
+            } else {
+                paused[i] = true;
+            }
+            continue;
+        }
+        let over = predicted - out.target;
+        let unmet = excess - pause_gain - cov.gained;
+        round += 1;
+        if round > 2 * qs.len() + 4 || (over <= 0.02 * out.target.max(1.0) && unmet <= 0.0) {
+            break;
+        }
+        // Row work of grouped queries still running, which the greedy's gains leave out.
+        let hidden: f64 = (0..qs.len())
+            .filter(|&i| {
+                !paused[i]
+                    && !qs[i].lossless
+                    && matches!(shape_of(&qs[i], &modes[i]), Rows::Grouped { .. })
+            })
+            .map(|i| full[i] - rate_of(input, &qs[i]) * non_negative(qs[i].cost) * scale)
+            .sum();
+        // Work no drop can remove this tick: the backlog's melt and lossless queries.
+        let floor = queue_load
+            + (0..qs.len())
+                .filter(|&i| qs[i].lossless)
+                .map(|i| full[i])
+                .sum::<f64>();
+        if unmet > 0.0 && (hidden <= 0.0 || floor >= out.target) {
+            // Nothing but queued or lossless work is left: shedding cannot do more.
+            break;
+        }
+        if unmet > 0.0 {
+            // Input drops alone cannot cover: switch a windowed query to whole-window
+            // drops (its rows then shrink with its input), else pause the query with the
+            // least utility per unit of load.
+            out.input_insufficient = true;
+            if let Some(i) = (0..qs.len()).find(|&i| {
+                qs[i].windowed
+                    && !qs[i].lossless
+                    && matches!(modes[i], Mode::Random)
+                    && matches!(qs[i].rows_shape, Rows::Grouped { .. })
+            }) {
+                modes[i] = Mode::Window;
+                continue;
+            }
+            let next = (0..qs.len())
+                .filter(|&i| !qs[i].lossless && !paused[i] && full[i] > 0.0)
+                .min_by(|&a, &b| {
+                    (weight_of(&qs[a]) / full[a]).total_cmp(&(weight_of(&qs[b]) / full[b]))
+                });
+            match next {
+                Some(i) => paused[i] = true,
+                None => break,
+            }
+        } else {
+            // The rows shrank less than the greedy assumed: ask for the difference.
+            excess += over;
+        }
+    }
+    *sticky = paused.clone();
+    *by_keys = modes.iter().map(|m| matches!(m, Mode::Keys)).collect();
+    out.unmet = (excess
+        - cov.gained
+        - (0..qs.len())
+            .filter(|&i| paused[i])
+            .map(|i| full[i])
+            .sum::<f64>())
+    .max(0.0);
+    out.paused = (0..qs.len()).filter(|&i| paused[i]).collect();
     let curve_of = |i: usize| match modes[i] {
         Mode::Semantic(d) => Some(&derived[d]),
-        Mode::Random | Mode::Window => qs[i].loss,
+        Mode::Random | Mode::Window | Mode::Keys => qs[i].loss,
     };
-    let greedy: Vec<GreedyQuery> = qs
-        .iter()
-        .enumerate()
-        .map(|(i, q)| GreedyQuery {
-            stream: q.stream,
-            gain_per_percent: rate_of(input, q) * non_negative(q.cost) / 100.0,
-            weight: weight_of(q),
-            curve: curve_of(i),
-            movable: !q.lossless,
-        })
-        .collect();
-    let cov = cover(&greedy, input.streams.len(), out.excess, p.step);
-    out.unmet = (out.excess - cov.gained).max(0.0);
 
     // Where: random drops shared by a whole stream move up to it.
-    let keeps: Vec<f64> = cov.cursors.iter().map(|c| c / 100.0).collect();
+    let keeps: Vec<f64> = (0..qs.len())
+        .map(|i| {
+            if paused[i] {
+                0.0
+            } else {
+                cov.cursors[i] / 100.0
+            }
+        })
+        .collect();
     let mergeable: Vec<bool> = modes.iter().map(|m| matches!(m, Mode::Random)).collect();
     let query_streams: Vec<usize> = qs.iter().map(|q| q.stream).collect();
     let merged = merge_at_streams(input.streams.len(), &query_streams, &keeps, &mergeable);
@@ -183,11 +459,13 @@ fn allocate(input: &ShedInput, p: &PolicyParams, queue_load: f64, out: &mut Shed
     // How: each query's drop, and what it is expected to deliver.
     let mut stream_load = 0.0;
     for (i, q) in qs.iter().enumerate() {
-        let cursor = cov.cursors[i];
+        let cursor = 100.0 * keeps[i];
         out.queries[i] = match modes[i] {
             _ if cursor >= 100.0 => QueryDrop::KeepAll,
             Mode::Random => QueryDrop::random(merged.queries[i]),
             Mode::Window => QueryDrop::window(keeps[i]),
+            Mode::Keys if keeps[i] >= 1.0 - 1e-12 => QueryDrop::KeepAll,
+            Mode::Keys => QueryDrop::Keys { keep: keeps[i] },
             Mode::Semantic(_) => match q.value {
                 Some(v) => QueryDrop::Semantic(semantic_drop(v.column, v.histogram, cursor)),
                 None => QueryDrop::random(keeps[i]),
@@ -195,10 +473,17 @@ fn allocate(input: &ShedInput, p: &PolicyParams, queue_load: f64, out: &mut Shed
         };
         out.delivered[i] = keeps[i];
         out.utility[i] = loss_utility(curve_of(i), cursor);
-        stream_load += rate_of(input, q) * keeps[i] * non_negative(q.cost);
+        stream_load += load_at(
+            q,
+            rate_of(input, q),
+            keeps[i],
+            shape_of(q, &modes[i]),
+            scale,
+        );
     }
     out.streams = merged.streams;
     out.expected_load = stream_load + queue_load;
+    out.expected_input = stream_load;
     out.weighted_utility = weighted(qs, &out.utility);
 }
 

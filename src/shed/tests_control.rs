@@ -53,6 +53,7 @@ fn feedback_holds_latency_under_target_when_the_model_is_2x_optimistic() {
                 ..QueryInput::new(0, model_cost)
             }],
             capacity,
+            model_error: None,
             policy: PolicyParams::default(),
         };
         let p = plan(&input, &mut state);
@@ -110,6 +111,7 @@ fn an_accurate_model_needs_no_correction() {
                 ..QueryInput::new(0, cost)
             }],
             capacity,
+            model_error: None,
             policy: PolicyParams::default(),
         };
         let p = plan(&input, &mut state);
@@ -117,4 +119,94 @@ fn an_accurate_model_needs_no_correction() {
         assert!(plant.latency() < 50e6);
     }
     assert_eq!(state.correction(), 1.0);
+}
+
+/// One tick of a plant whose model is 20x optimistic (the live failure of a sliding-window
+/// query): the correction would sit at its floor for ever.
+fn run_plant(
+    ticks: usize,
+    model_cost: f64,
+    true_cost: f64,
+    state: &mut ShedState,
+) -> Vec<ShedPlan> {
+    let capacity = 1e9;
+    let rate = 1_500_000.0 / (true_cost / 1000.0);
+    let mut plant = Plant {
+        queue: 0.0,
+        true_cost,
+        arrivals_per_tick: rate * 0.1,
+        work_per_tick: capacity * 0.1,
+    };
+    let mut plans = Vec::new();
+    let mut model_error = None;
+    for _ in 0..ticks {
+        let input = ShedInput {
+            streams: vec![StreamInput { rate }],
+            queries: vec![QueryInput {
+                queued: plant.queue,
+                latency: Some(LatencyInput {
+                    target: 200e6,
+                    measured: Some(plant.latency()),
+                }),
+                ..QueryInput::new(0, model_cost)
+            }],
+            capacity,
+            model_error,
+            policy: PolicyParams::default(),
+        };
+        let p = plan(&input, state);
+        plant.tick(p.delivered[0]);
+        // What the monitor reports: the work that arrived (at the true cost) against the
+        // plan's prediction of it.
+        let arrived = rate * p.delivered[0] * true_cost;
+        model_error = (p.expected_input > 0.0).then(|| arrived / p.expected_input - 1.0);
+        plans.push(p);
+    }
+    plans
+}
+
+#[test]
+fn a_correction_at_its_bound_refits_the_model_instead_of_staying_pinned() {
+    let mut state = ShedState::new();
+    // True cost 40x the model's: more than the correction's floor (0.05) can absorb.
+    let plans = run_plant(300, 50.0, 2000.0, &mut state);
+    let refits: Vec<f64> = plans.iter().filter_map(|p| p.refit).collect();
+    assert!(!refits.is_empty(), "no refit");
+    assert!(state.model_scale() > 10.0, "scale {}", state.model_scale());
+    // Afterwards the correction is free: not at its floor over the last 50 ticks.
+    let tail = &plans[250..];
+    assert!(tail.iter().all(|p| p.correction > 0.05 + 1e-9));
+    // ...and the keep fraction is near the sustainable 1/1.5 * H.
+    let k = tail.last().unwrap().delivered[0];
+    assert!(k > 0.4 && k < 0.8, "keep {k}");
+}
+
+#[test]
+fn one_odd_tick_moves_the_correction_by_a_bounded_step_and_does_not_lift_shedding() {
+    let mut state = ShedState::new();
+    let plans = run_plant(100, 1000.0, 2000.0, &mut state);
+    let before = plans.last().unwrap().clone();
+    assert!(before.shedding);
+    // One tick where the engine paused: a latency far above target, a rate of nothing.
+    let odd = ShedInput {
+        streams: vec![StreamInput { rate: 0.0 }],
+        queries: vec![QueryInput {
+            latency: Some(LatencyInput {
+                target: 200e6,
+                measured: Some(5e9),
+            }),
+            ..QueryInput::new(0, 1000.0)
+        }],
+        capacity: 1e9,
+        model_error: None,
+        policy: PolicyParams::default(),
+    };
+    let p = plan(&odd, &mut state);
+    assert!(p.shedding, "one calm-looking tick lifted shedding");
+    assert!(
+        (p.correction - before.correction).abs() <= MAX_STEP + 1e-12,
+        "{} -> {}",
+        before.correction,
+        p.correction
+    );
 }

@@ -23,6 +23,7 @@ fn snapshot<'a>(
         streams: rates.iter().map(|&rate| StreamInput { rate }).collect(),
         queries,
         capacity,
+        model_error: None,
         policy: policy(kind),
     }
 }
@@ -37,7 +38,7 @@ fn slides_curve() -> UtilityCurve {
 fn effective_keep(plan: &ShedPlan, input: &ShedInput, q: usize) -> f64 {
     let at_query = match &plan.queries[q] {
         QueryDrop::KeepAll => 1.0,
-        QueryDrop::Random { keep } | QueryDrop::Window { keep } => *keep,
+        QueryDrop::Random { keep } | QueryDrop::Window { keep } | QueryDrop::Keys { keep } => *keep,
         QueryDrop::Semantic(d) => d.delivered,
     };
     plan.streams[input.queries[q].stream] * at_query
@@ -54,6 +55,7 @@ fn none_never_sheds_and_tail_drop_only_reports() {
         assert!(p.excess > 0.0);
     }
     let tail = ShedInput {
+        model_error: None,
         policy: policy(ShedKind::TailDrop),
         ..over
     };
@@ -256,4 +258,31 @@ fn garbage_in_does_not_panic() {
     let p = plan(&input, &mut ShedState::new());
     assert_eq!(p.queries.len(), 2);
     assert!(p.delivered.iter().all(|d| (0.0..=1.0).contains(d)));
+}
+
+#[test]
+fn a_sliding_window_whose_rows_take_the_machine_drops_whole_keys() {
+    // 2.4 M tuples/s at 500 ns each (1.2 cores), and 0.6 core of window work that does
+    // not shrink with the input (taken off the capacity, as the runtime does).
+    let q = QueryInput {
+        fixed: 6e8,
+        rows: 100_000.0,
+        keep_now: 1.0,
+        rows_shape: crate::shed::Rows::Grouped { overlap: 100.0 },
+        keys: true,
+        windowed: false,
+        ..QueryInput::new(0, 500.0)
+    };
+    let input = snapshot(&[2.4e6], vec![q], 1e9 - 6e8 - 3.5e8, ShedKind::Random);
+    let mut state = ShedState::new();
+    let p = plan(&input, &mut state);
+    assert!(p.shedding);
+    assert!(p.input_insufficient, "said out loud");
+    let QueryDrop::Keys { keep } = p.queries[0] else {
+        panic!("{:?}", p.queries[0]);
+    };
+    assert!(keep > 0.0 && keep < 0.5, "keep {keep}");
+    // The choice holds while shedding lasts.
+    let p = plan(&input, &mut state);
+    assert!(matches!(p.queries[0], QueryDrop::Keys { .. }));
 }

@@ -10,6 +10,7 @@
 //! hysteresis: {low: 0.8, hold: 5}
 //! feedback: {setpoint: 0.8, kp: 0.3, ki: 0.05, min: 0.05, max: 1.0}
 //! queue_capacity: 10000   # tail-drop: input queue bound in tuples
+//! adaptive_headroom: true # use latency slack to go past `headroom` while shedding
 //! ```
 
 use serde::Deserialize;
@@ -55,6 +56,10 @@ pub struct PolicyConfig {
     /// Tail-drop: each query's input queue bound in tuples (default 10000).
     #[serde(default)]
     pub queue_capacity: Option<usize>,
+    /// While shedding, hand out more than `headroom` of capacity as long as every latency
+    /// has ample slack, backing off when slack shrinks (default true).
+    #[serde(default)]
+    pub adaptive_headroom: Option<bool>,
 }
 
 /// Shedding stops only when load is below `low x H x C` for `hold` consecutive ticks.
@@ -216,6 +221,7 @@ pub fn parse_policy(text: &str, file: &str) -> Result<Policy, SpecErrors> {
             "positive",
             d.correction_max,
         ),
+        adaptive_headroom: cfg.adaptive_headroom.unwrap_or(d.adaptive_headroom),
     };
     if params.correction_min > params.correction_max {
         let (line, column) = super::locate::locate(text, "feedback.min");

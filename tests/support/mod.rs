@@ -8,7 +8,7 @@ use spillway::core::stats::EngineSnapshot;
 use spillway::runtime::assemble::engine_for;
 use spillway::runtime::control::{ControlReport, Controller};
 use spillway::runtime::observe::{Observers, OnTick, TickReport};
-use spillway::runtime::simulated::{SimControl, SimSettings, run_simulated};
+use spillway::runtime::simulated::{Disturbances, SimControl, SimSettings, run_simulated};
 use spillway::runtime::stop::StopHandle;
 use spillway::spec::{self, Policy, Workload, parse_policy};
 
@@ -54,9 +54,21 @@ pub fn simulate(
     cost_scale: f64,
     model_costs: Option<Vec<f64>>,
 ) -> Run {
+    simulate_disturbed(w, policy, cost_scale, model_costs, Disturbances::default())
+}
+
+/// `simulate` with disturbances (jitter, pauses, a neighbour, per-row work).
+pub fn simulate_disturbed(
+    w: &Workload,
+    policy: Policy,
+    cost_scale: f64,
+    model_costs: Option<Vec<f64>>,
+    disturbances: Disturbances,
+) -> Run {
     let mut engine = engine_for(w).unwrap();
     let mut settings = SimSettings::from_workload(w, None).unwrap();
     settings.cost_scale = cost_scale;
+    settings.disturbances = disturbances;
     let mut controller = Controller::new(w, &mut engine, policy, settings.cores, w.engine.tick, 0);
     if let Some(c) = model_costs {
         controller = controller.with_model_costs(c);

@@ -105,6 +105,14 @@ pub enum DropRule {
     /// Keep by value bin (drop the lowest-utility bins first).
     Semantic(ValueBins),
     Window(WindowRule),
+    /// Keep the tuples of a stable subset of keys (a seeded hash of the key columns below
+    /// `keep`): a key is kept whole or not at all, so the windows of a kept key are exact
+    /// while `keep` holds, and subsets nest (raising `keep` only adds keys). For sliding
+    /// windows, whose rows do not shrink with a random drop.
+    Keys {
+        keep: f64,
+        key_columns: Vec<usize>,
+    },
 }
 
 #[derive(Debug)]
@@ -222,6 +230,18 @@ impl DropPoint {
                     _ => (0..n).for_each(|i| decide(i, f64::NAN, self)),
                 }
             }
+            DropRule::Keys { keep, key_columns } => {
+                let t = threshold(*keep);
+                for i in 0..n {
+                    if binding && !self.window_keeps(batch, i, 1.0) {
+                        self.dropped[DropReason::ShedWindow.index()] += 1;
+                    } else if window::key_hash(self.seed, batch, i, key_columns) < t {
+                        sel.push(i as u32);
+                    } else {
+                        self.dropped[DropReason::ShedWindow.index()] += 1;
+                    }
+                }
+            }
             DropRule::Window(w) => {
                 for i in 0..n {
                     if self.window_keeps(batch, i, w.keep) {
@@ -300,6 +320,30 @@ mod tests {
         p.install(DropRule::Random { keep: 1.0 });
         assert!(p.apply(&b, &mut sel).is_none());
         assert_eq!(p.dropped, [0; DropReason::COUNT]);
+    }
+
+    #[test]
+    fn key_rule_keeps_a_stable_nested_subset_of_keys() {
+        let keys: Vec<i64> = (0..1000).collect();
+        let kept_at = |keep: f64| -> Vec<i64> {
+            let mut p = DropPoint::new(9);
+            p.install(DropRule::Keys {
+                keep,
+                key_columns: vec![0],
+            });
+            let b = ints(&keys);
+            let mut sel = Vec::new();
+            match p.apply(&b, &mut sel) {
+                None => keys.clone(),
+                Some(()) => sel.iter().map(|&i| keys[i as usize]).collect(),
+            }
+        };
+        let (small, large) = (kept_at(0.2), kept_at(0.5));
+        // About the asked share of keys, every tuple of a kept key kept...
+        assert!((150..250).contains(&small.len()), "{}", small.len());
+        assert_eq!(kept_at(0.2), small, "the same keys every time");
+        // ...and raising the keep only adds keys.
+        assert!(small.iter().all(|k| large.contains(k)));
     }
 
     #[test]

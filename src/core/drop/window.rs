@@ -24,6 +24,24 @@ pub struct WindowRule {
     pub key_columns: Vec<usize>,
 }
 
+/// The seeded hash of row `i`'s key columns, mixed so every bit is usable: the same key
+/// always draws the same number.
+pub(super) fn key_hash(seed: u64, batch: &Batch, i: usize, key_columns: &[usize]) -> u64 {
+    let mut h = FxHasher::default();
+    seed.hash(&mut h);
+    for &c in key_columns {
+        match &batch.columns[c] {
+            Column::Int(v) => v[i].hash(&mut h),
+            Column::Float(v) => v[i].to_bits().hash(&mut h),
+            Column::Str(v) => v[i].hash(&mut h),
+            Column::Bool(v) => v[i].hash(&mut h),
+        }
+    }
+    h.finish()
+        .wrapping_mul(0x9E37_79B9_7F4A_7C15)
+        .rotate_left(29)
+}
+
 impl DropPoint {
     /// Whether window decisions made earlier still bind some open window.
     pub(super) fn window_binding(&self) -> bool {

@@ -129,4 +129,13 @@ impl Engine {
     pub fn record_malformed(&mut self, stream: usize, n: u64) {
         self.streams[stream].malformed += n;
     }
+
+    /// The rule each drop point applies now: streams then queries.
+    pub fn drop_rules(&self) -> crate::core::engine::DropRules {
+        crate::core::engine::DropRules {
+            streams: self.streams.iter().map(|s| s.drop.rule().clone()).collect(),
+            queries: self.queries.iter().map(|q| q.drop.rule().clone()).collect(),
+            queue_capacity: None,
+        }
+    }
 }

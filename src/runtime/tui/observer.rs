@@ -151,6 +151,8 @@ pub fn tick_msg(t: &TickReport<'_>, capacity: f64) -> TickMsg {
                     None | Some(QueryDrop::KeepAll) => DropDesc::KeepAll,
                     Some(QueryDrop::Random { keep }) => DropDesc::Random { keep: *keep },
                     Some(QueryDrop::Window { keep }) => DropDesc::Window { keep: *keep },
+                    // Whole keys: shown as what it keeps, like whole windows.
+                    Some(QueryDrop::Keys { keep }) => DropDesc::Window { keep: *keep },
                     Some(QueryDrop::Semantic(s)) => DropDesc::Semantic {
                         column: s.column,
                         binning: s.binning,

@@ -261,6 +261,28 @@ impl State {
                 }
                 self.log(at, LogKind::Info, text);
             }
+            Event::ModelRefit { at, scale } => {
+                self.log(
+                    at,
+                    LogKind::Info,
+                    format!("load model refitted: costs x{scale:.2}"),
+                );
+            }
+            Event::InputDropsInsufficient { at, paused } => {
+                let names: Vec<String> = paused.iter().map(|q| self.query_name(*q)).collect();
+                let text = if names.is_empty() {
+                    "input drops cannot cover the load: dropping whole windows".to_string()
+                } else {
+                    format!(
+                        "input drops cannot cover the load: pausing {}",
+                        names.join(", ")
+                    )
+                };
+                self.log(at, LogKind::Bad, text);
+            }
+            Event::InputDropsSufficient { at } => {
+                self.log(at, LogKind::Good, "input drops cover the load again".into());
+            }
             Event::QueryAdded { at, query, info } => {
                 if let Some(i) = &mut self.info
                     && query == i.queries.len()

@@ -1,0 +1,105 @@
+//! Robust per-tick estimators: a rate that one odd tick cannot move (the median of a short
+//! window, raised at once only when two ticks in a row agree), and a bound on how far one
+//! observation may pull a model. Invariant: a single outlier, however large, moves an
+//! estimate by at most a bounded step.
+
+/// Ticks the median looks back over.
+pub const ROBUST_TICKS: usize = 3;
+
+/// A rate estimate: `max(median of the last ROBUST_TICKS samples, min of the last two)`. A
+/// surge confirmed by two ticks is believed at once; one tick of silence (an engine pause,
+/// a stalled source) or one spike moves it not at all.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct RobustRate {
+    ring: [f64; ROBUST_TICKS],
+    len: usize,
+    next: usize,
+}
+
+impl RobustRate {
+    /// Folds one sample in (non-finite or negative samples are ignored) and returns the
+    /// estimate.
+    pub fn update(&mut self, x: f64) -> f64 {
+        if x.is_finite() && x >= 0.0 {
+            self.ring[self.next] = x;
+            self.next = (self.next + 1) % ROBUST_TICKS;
+            self.len = (self.len + 1).min(ROBUST_TICKS);
+        }
+        self.value()
+    }
+
+    /// The estimate (0 before any sample).
+    pub fn value(&self) -> f64 {
+        if self.len == 0 {
+            return 0.0;
+        }
+        let last = self.ring[(self.next + ROBUST_TICKS - 1) % ROBUST_TICKS];
+        let before = if self.len >= 2 {
+            self.ring[(self.next + ROBUST_TICKS - 2) % ROBUST_TICKS]
+        } else {
+            last
+        };
+        let mut a = self.ring;
+        let s = &mut a[..self.len];
+        s.sort_unstable_by(f64::total_cmp);
+        let n = s.len();
+        let median = if n % 2 == 1 {
+            s[n / 2]
+        } else {
+            0.5 * (s[n / 2 - 1] + s[n / 2])
+        };
+        median.max(last.min(before))
+    }
+}
+
+/// `x` bounded to `[prediction / factor, prediction * factor]` once there is a positive
+/// prediction; `x` itself otherwise. One tick's measurement then pulls a fitted model by a
+/// bounded amount, while a lasting change still gets through over a few ticks.
+pub fn bounded(x: f64, prediction: f64, factor: f64) -> f64 {
+    if prediction.is_finite() && prediction > 0.0 && factor >= 1.0 {
+        x.clamp(prediction / factor, prediction * factor)
+    } else {
+        x
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn one_odd_tick_does_not_move_the_rate() {
+        let mut r = RobustRate::default();
+        for _ in 0..10 {
+            r.update(1000.0);
+        }
+        // A silent tick (engine paused) and a spike (a burst of catch-up) change nothing.
+        assert_eq!(r.update(0.0), 1000.0);
+        assert_eq!(r.update(1000.0), 1000.0);
+        assert_eq!(r.update(228_000.0), 1000.0);
+        assert_eq!(r.update(1000.0), 1000.0);
+    }
+
+    #[test]
+    fn a_confirmed_surge_is_believed_at_once_and_a_fall_within_three_ticks() {
+        let mut r = RobustRate::default();
+        for _ in 0..10 {
+            r.update(1000.0);
+        }
+        assert_eq!(r.update(3000.0), 1000.0);
+        assert_eq!(r.update(3000.0), 3000.0);
+        for _ in 0..5 {
+            r.update(3000.0);
+        }
+        r.update(500.0);
+        r.update(500.0);
+        assert_eq!(r.update(500.0), 500.0);
+    }
+
+    #[test]
+    fn bounded_limits_one_observation() {
+        assert_eq!(bounded(100.0, 10.0, 3.0), 30.0);
+        assert_eq!(bounded(1.0, 10.0, 3.0), 10.0 / 3.0);
+        assert_eq!(bounded(7.0, 0.0, 3.0), 7.0);
+    }
+}
