@@ -4,8 +4,6 @@
 
 use crate::core::drop::{DropRule, ValueBins, WindowRule};
 use crate::core::engine::{DropRules, Engine};
-use crate::core::expr::Expr;
-use crate::core::plan::{PlanBody, TimeSource};
 use crate::core::schema::Nanos;
 use crate::runtime::controls::PolicySwitch;
 use crate::runtime::monitor::{Monitor, QosSnapshot};
@@ -16,6 +14,10 @@ use crate::shed::{
 use crate::spec::{Policy, QosSpec, Workload};
 
 mod guard;
+mod queries;
+mod templates;
+
+use templates::{key_columns, rows_shape, window_rule};
 
 pub use guard::GUARD;
 
@@ -154,20 +156,6 @@ impl Controller {
         self
     }
 
-    /// Replaces the policy from now on: every drop point keeps everything again, the queue
-    /// bound becomes the new policy's (or the workload's), and the shedder starts afresh.
-    pub fn switch_policy(&mut self, engine: &mut Engine, policy: Policy, queue_capacity: usize) {
-        engine.install(&DropRules {
-            streams: vec![DropRule::KeepAll; engine.stream_count()],
-            queries: vec![DropRule::KeepAll; engine.query_count()],
-            queue_capacity: Some(policy.queue_capacity.unwrap_or(queue_capacity)),
-        });
-        self.installed_queue = true;
-        self.policy = policy;
-        self.state = ShedState::new();
-        self.history.policy_switches += 1;
-    }
-
     pub fn policy(&self) -> &Policy {
         &self.policy
     }
@@ -217,11 +205,11 @@ impl Controller {
     }
 
     /// Measures the tick ending at `now`, plans, installs, and reports. The query set and
-    /// QoS are the controller's own (as added, patched and removed since `new`); `w` only
-    /// gives the engine's queue capacity for a policy switched from outside.
-    pub fn tick(&mut self, engine: &mut Engine, now: Nanos, w: &Workload) -> ControlReport {
+    /// QoS are the controller's own (as added, patched and removed since `new`); `_w` is
+    /// kept for callers written before queries could change.
+    pub fn tick(&mut self, engine: &mut Engine, now: Nanos, _w: &Workload) -> ControlReport {
         if let Some(p) = self.switch.as_ref().and_then(PolicySwitch::take) {
-            self.switch_policy(engine, p, w.engine.queue_capacity);
+            self.set_policy(engine, p);
         }
         let mut qos = self.monitor.tick(engine, now);
         self.guard_armed = true;
@@ -388,74 +376,6 @@ impl Controller {
         report
     }
 
-    /// Starts controlling query `q`, just added to `engine`, under `qos`; `model_cost` is
-    /// its declared per-tuple cost (used when the controller models declared costs). It is
-    /// planned for from the next tick.
-    pub fn add_query(
-        &mut self,
-        engine: &mut Engine,
-        q: usize,
-        qos: Option<QosSpec>,
-        model_cost: Option<Nanos>,
-    ) {
-        self.monitor.add_query(engine, q, qos.clone());
-        self.qos.push(qos.clone());
-        self.removed.push(false);
-        self.window_rules.push(window_rule(engine, q));
-        self.rows_shapes.push(rows_shape(engine, q));
-        self.key_columns.push(key_columns(engine, q));
-        self.prev_queued.push(0.0);
-        self.targets
-            .push(qos.as_ref().and_then(|s| s.latency).map(|l| l.target));
-        if let Some(c) = &mut self.model_costs {
-            c.push(model_cost.map_or(f64::NAN, |c| c as f64));
-        }
-        let h = &mut self.history;
-        h.query_min_keep.push(1.0);
-        h.utility_sum.push(0.0);
-        h.utility_min.push(1.0);
-        if let Some(last) = &mut self.last {
-            last.plan.queries.push(QueryDrop::KeepAll);
-            last.plan.delivered.push(1.0);
-            last.plan.utility.push(1.0);
-            last.query_keep.push(1.0);
-        }
-    }
-
-    /// Changes the QoS query `q` is judged and shed by; the next tick replans with it.
-    pub fn set_qos(&mut self, engine: &mut Engine, q: usize, qos: Option<QosSpec>) {
-        self.monitor.set_qos(engine, q, qos.clone());
-        self.targets[q] = qos.as_ref().and_then(|s| s.latency).map(|l| l.target);
-        self.qos[q] = qos;
-    }
-
-    /// The QoS query `q` runs under.
-    pub fn qos(&self, q: usize) -> Option<&QosSpec> {
-        self.qos.get(q).and_then(|s| s.as_ref())
-    }
-
-    /// Stops controlling query `q` (removed from `engine`): it is never planned for again.
-    pub fn remove_query(&mut self, engine: &mut Engine, q: usize) {
-        self.monitor.remove_query(engine, q);
-        self.removed[q] = true;
-        self.targets[q] = None;
-    }
-
-    /// Switches the shedding policy; the next tick plans under it from a fresh shedder
-    /// state. A policy that does not shed lifts every drop now.
-    pub fn set_policy(&mut self, engine: &mut Engine, policy: Policy) {
-        if matches!(policy.params.kind, ShedKind::None | ShedKind::TailDrop) {
-            engine.install(&DropRules {
-                streams: vec![DropRule::KeepAll; engine.stream_count()],
-                queries: vec![DropRule::KeepAll; engine.query_count()],
-                queue_capacity: None,
-            });
-        }
-        self.policy = policy;
-        self.state = ShedState::new();
-        self.installed_queue = false;
-    }
-
     /// The engine rules that realise `p`.
     fn rules(&self, p: &ShedPlan) -> DropRules {
         DropRules {
@@ -505,59 +425,4 @@ impl Controller {
             queue_capacity: None,
         }
     }
-}
-
-/// How query `q`'s emitted rows follow its input: a grouped window aggregate emits a row
-/// per non-empty (key, window), each tuple lying in `size / slide` windows.
-fn rows_shape(engine: &Engine, q: usize) -> Rows {
-    match &engine.query_plan(q).body {
-        PlanBody::Aggregate(a) => Rows::Grouped {
-            overlap: (a.window.size as f64 / a.window.slide.max(1) as f64).max(1.0),
-        },
-        _ => Rows::Linear,
-    }
-}
-
-/// The key columns of query `q`, if it is a grouped aggregate over plain columns.
-fn key_columns(engine: &Engine, q: usize) -> Option<Vec<usize>> {
-    let PlanBody::Aggregate(a) = &engine.query_plan(q).body else {
-        return None;
-    };
-    if a.keys.is_empty() {
-        return None;
-    }
-    a.keys
-        .iter()
-        .map(|k| match k {
-            Expr::Column(c) => Some(*c),
-            _ => None,
-        })
-        .collect()
-}
-
-/// The window rule template of query `q`, if it is a tumbling aggregate over column keys.
-fn window_rule(engine: &Engine, q: usize) -> Option<WindowRule> {
-    let PlanBody::Aggregate(a) = &engine.query_plan(q).body else {
-        return None;
-    };
-    if a.window.size != a.window.slide {
-        return None;
-    }
-    let key_columns = a
-        .keys
-        .iter()
-        .map(|k| match k {
-            Expr::Column(c) => Some(*c),
-            _ => None,
-        })
-        .collect::<Option<Vec<usize>>>()?;
-    Some(WindowRule {
-        keep: 1.0,
-        time_column: match a.time {
-            TimeSource::Column(c) => Some(c),
-            TimeSource::Arrival => None,
-        },
-        window: a.window,
-        key_columns,
-    })
 }

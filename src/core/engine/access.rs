@@ -138,4 +138,10 @@ impl Engine {
             queue_capacity: None,
         }
     }
+
+    /// The input queue bound the engine was configured with (what a policy without its own
+    /// bound goes back to).
+    pub fn configured_queue_capacity(&self) -> usize {
+        self.config.queue_capacity
+    }
 }
