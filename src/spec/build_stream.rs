@@ -287,6 +287,8 @@ pub(crate) fn build_rate(
                 diag.at(path, "rate must be finite; use `unlimited` for no limit");
             } else if r.is_nan() || *r <= 0.0 {
                 diag.at(path, format!("rate must be positive, got {r}"));
+            } else {
+                at_most_max_rate(diag, path, "rate", *r);
             }
             RateProfile::Constant(*r)
         }
@@ -380,5 +382,21 @@ pub(crate) fn build_rate(
 fn non_negative(diag: &mut Diagnostics, path: &str, what: &str, v: f64) {
     if !(v >= 0.0 && v.is_finite()) {
         diag.at(path, format!("{what} must be 0 or more, got {v}"));
+    } else {
+        at_most_max_rate(diag, path, what, v);
+    }
+}
+
+/// The highest rate a stream may declare, tuples per second: far above what one machine
+/// generates (tens of millions), low enough that a source's slice of due tuples stays small
+/// and stops stay prompt. Use `unlimited` for as fast as the engine takes it.
+pub const MAX_RATE: f64 = 1e9;
+
+fn at_most_max_rate(diag: &mut Diagnostics, path: &str, what: &str, v: f64) {
+    if v > MAX_RATE {
+        diag.at(
+            path,
+            format!("{what} {v} is above the limit of 1e9 tuples/s; use `unlimited` for as fast as the engine takes it"),
+        );
     }
 }

@@ -424,3 +424,17 @@ fn a_source_block_reads_like_the_shorthand_with_flow_and_idle_timeout() {
     );
     assert_eq!(w.streams[0].source.idle_timeout, DEFAULT_IDLE_TIMEOUT);
 }
+
+#[test]
+fn rates_have_an_upper_bound() {
+    let e = only_error(
+        "name: x\nstreams:\n  s: {schema: {a: int}, rate: 1e12}\nqueries: {q: {sql: SELECT a FROM s}}\n",
+    );
+    assert_eq!(e.path, "streams.s.rate");
+    assert!(e.message.contains("above the limit of 1e9"), "{e}");
+    let e = only_error(
+        "name: x\nstreams:\n  s: {schema: {a: int}, rate: {steps: [{at: 0s, rate: 5e9}]}}\n\
+         queries: {q: {sql: SELECT a FROM s}}\n",
+    );
+    assert!(e.message.contains("above the limit"), "{e}");
+}
