@@ -60,6 +60,7 @@ struct Outcome {
     events: Vec<Event>,
     snapshot: spillway::core::stats::EngineSnapshot,
     violations: u64,
+    history: spillway::runtime::control::RunHistory,
 }
 
 fn run(text: &str) -> Outcome {
@@ -105,6 +106,7 @@ fn run(text: &str) -> Outcome {
         events: log.0,
         snapshot: report.snapshot,
         violations: controller.violations(),
+        history: controller.history().clone(),
     }
 }
 
@@ -248,4 +250,21 @@ fn changes_are_validated_like_queries_with_located_errors() {
         .replace("at: 6s", "at: 9s");
     let w = workload(&again);
     assert!(matches!(&w.changes[3].action, ChangeAction::Add(q) if q.name == "b"));
+}
+
+#[test]
+fn utility_over_the_run_counts_only_the_ticks_a_query_was_there() {
+    let out = run(OVERLOAD);
+    let h = &out.history;
+    for q in 0..out.snapshot.queries.len() {
+        let mean = h.utility_sum[q] / h.utility_ticks[q].max(1) as f64;
+        assert!(
+            mean >= h.utility_min[q] - 1e-9 && mean <= 1.0 + 1e-9,
+            "query {q}: mean {mean} outside [{}, 1]",
+            h.utility_min[q]
+        );
+    }
+    // b was removed at 8 s, d added at 4 s: each counted fewer ticks than the whole run.
+    assert!(h.utility_ticks[1] < h.ticks && h.utility_ticks[3] < h.ticks);
+    assert!(h.utility_ticks[1] > 0 && h.utility_ticks[3] > 0);
 }

@@ -85,6 +85,9 @@ pub struct RunHistory {
     /// Per query: utility summed over ticks (for the mean) and its minimum.
     pub utility_sum: Vec<f64>,
     pub utility_min: Vec<f64>,
+    /// Per query: ticks it was controlled for (from its start or addition to its removal),
+    /// what its utility mean divides by.
+    pub utility_ticks: Vec<u64>,
     /// Times the policy was changed during the run (the dashboard's `s` key).
     pub policy_switches: u64,
 }
@@ -139,6 +142,7 @@ impl Controller {
                 query_min_keep: vec![1.0; engine.query_count()],
                 utility_sum: vec![0.0; engine.query_count()],
                 utility_min: vec![1.0; engine.query_count()],
+                utility_ticks: vec![0; engine.query_count()],
                 ..RunHistory::default()
             },
         }
@@ -363,8 +367,13 @@ impl Controller {
             }
         }
         for (i, q) in qos.queries.iter().enumerate() {
+            // A removed query's figures end with it.
+            if self.removed.get(i).copied().unwrap_or(false) {
+                continue;
+            }
             h.utility_sum[i] += q.utility;
             h.utility_min[i] = h.utility_min[i].min(q.utility);
+            h.utility_ticks[i] += 1;
         }
         let report = ControlReport {
             qos,

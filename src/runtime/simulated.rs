@@ -88,6 +88,13 @@ impl Disturbances {
 impl SimSettings {
     /// Settings for `w`, or what is missing for simulated mode.
     pub fn from_workload(w: &Workload, duration: Option<Nanos>) -> Result<SimSettings, SimError> {
+        // The first thing to fix: a stream simulated mode cannot run at all.
+        if let Some(s) = w.streams.iter().find(|s| s.generator().is_none()) {
+            return Err(SimError::NotGenerated(
+                s.name.clone(),
+                s.source.kind.label(),
+            ));
+        }
         let added = w.changes.iter().filter_map(|c| match &c.action {
             crate::spec::ChangeAction::Add(q) => Some(&**q),
             _ => None,
@@ -101,12 +108,6 @@ impl SimSettings {
             .collect();
         if !missing.is_empty() {
             return Err(SimError::MissingCost(missing.join(", ")));
-        }
-        if let Some(s) = w.streams.iter().find(|s| s.generator().is_none()) {
-            return Err(SimError::NotGenerated(
-                s.name.clone(),
-                s.source.kind.label(),
-            ));
         }
         if let Some(s) = w.streams.iter().find(|s| {
             s.generator().is_some_and(|g| g.rate.is_unlimited()) && s.source.flow == Flow::Push

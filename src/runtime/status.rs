@@ -225,7 +225,7 @@ pub fn shedding_summary(h: &RunHistory, snap: &EngineSnapshot) -> String {
             "    drop point query {}: lowest keep {:.2}; utility mean {:.2}, lowest {:.2}",
             q.name,
             h.query_min_keep[i],
-            h.utility_sum[i] / h.ticks as f64,
+            h.utility_sum[i] / h.utility_ticks.get(i).copied().unwrap_or(h.ticks).max(1) as f64,
             h.utility_min[i],
         );
     }

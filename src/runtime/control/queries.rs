@@ -38,6 +38,7 @@ impl Controller {
         h.query_min_keep.push(1.0);
         h.utility_sum.push(0.0);
         h.utility_min.push(1.0);
+        h.utility_ticks.push(0);
         if let Some(last) = &mut self.last {
             last.plan.queries.push(QueryDrop::KeepAll);
             last.plan.delivered.push(1.0);
