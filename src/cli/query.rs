@@ -135,11 +135,11 @@ pub fn query(args: QueryArgs) -> Result<ExitCode, Failure> {
             .get("error")
             .and_then(Value::as_str)
             .map_or_else(|| body.to_string(), String::from);
-        let message = format!("spillway: {status}: {message}");
+        // `main` prefixes operational failures with `spillway:`; bad input prints as is.
         return Err(if status < 500 && status != 401 && status != 429 {
-            Failure::BadInput(message)
+            Failure::BadInput(format!("spillway: {status}: {message}"))
         } else {
-            Failure::Other(anyhow::anyhow!(message))
+            Failure::Other(anyhow::anyhow!("{status}: {message}"))
         });
     }
     super::print(&format!(

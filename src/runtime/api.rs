@@ -134,8 +134,12 @@ async fn guard(State(api): State<Api>, req: HttpRequest, next: Next) -> Response
             .get(header::AUTHORIZATION)
             .and_then(|v| v.to_str().ok())
             .and_then(|v| v.strip_prefix("Bearer "));
-        if given != Some(token) {
-            return error(StatusCode::UNAUTHORIZED, "a bearer token is required");
+        match given {
+            None => return error(StatusCode::UNAUTHORIZED, "a bearer token is required"),
+            Some(g) if g != &**token => {
+                return error(StatusCode::UNAUTHORIZED, "the bearer token is not valid");
+            }
+            Some(_) => {}
         }
     }
     let allowed = api.bucket.lock().map(|mut b| b.take()).unwrap_or(false);
