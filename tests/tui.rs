@@ -131,7 +131,10 @@ fn dashboard_shows_queries_sheds_on_plus_switches_policy_and_q_restores_the_term
 
     tmux.keys("q");
     let end = tmux
-        .wait_for(90, |s| s.contains("EXIT="))
+        // Wait for the shell's `stty` line too: it is printed just after `EXIT=`.
+        .wait_for(90, |s| {
+            s.contains("EXIT=") && s.lines().any(|l| matches!(l.trim(), "icanon" | "-icanon"))
+        })
         .unwrap_or_else(|| panic!("the run did not end after q:\n{}", tmux.screen()));
     assert!(end.contains("EXIT=0"), "{end}");
     assert!(end.contains("summary of `tui-e2e`"), "{end}");
