@@ -199,7 +199,13 @@ pub fn produce(args: ProduceArgs) -> Result<ExitCode, Failure> {
     );
     runtime.shutdown_timeout(Duration::from_millis(100));
     if failures.is_empty() {
-        Ok(ExitCode::SUCCESS)
+        // Stopped by a signal: the shell's exit code for it, as `run` does.
+        Ok(match stop.reason() {
+            Some(r) if r != crate::runtime::stop::StopReason::Requested => {
+                ExitCode::from(r.exit_code())
+            }
+            _ => ExitCode::SUCCESS,
+        })
     } else {
         Err(Failure::Other(anyhow::anyhow!("{}", failures.join("; "))))
     }
