@@ -6,6 +6,7 @@
 //! `Interval` column has one `lo`/`hi` per row (NaN where the row is exact).
 
 use crate::core::batch::Batch;
+use crate::core::plan::{AggFunc, AggregatePlan};
 use crate::core::schema::DataType;
 
 /// How one output column of an approximate row relates to the exact answer.
@@ -32,6 +33,24 @@ impl ColumnApprox {
             },
             other => other.clone(),
         }
+    }
+
+    /// How each output column of an aggregate over input that lost tuples is qualified:
+    /// keys exact; MIN an upper bound, MAX a lower bound; COUNT, SUM and AVG intervals;
+    /// the two window bounds exact. The one layout scaling and loss accounting share.
+    pub fn for_aggregate(plan: &AggregatePlan) -> Vec<ColumnApprox> {
+        (0..plan.keys.len())
+            .map(|_| ColumnApprox::Exact)
+            .chain(plan.aggs.iter().map(|a| match a.func {
+                AggFunc::Min => ColumnApprox::UpperBound,
+                AggFunc::Max => ColumnApprox::LowerBound,
+                _ => ColumnApprox::Interval {
+                    lo: Vec::new(),
+                    hi: Vec::new(),
+                },
+            }))
+            .chain([ColumnApprox::Exact, ColumnApprox::Exact])
+            .collect()
     }
 }
 

@@ -13,7 +13,7 @@ use std::collections::BTreeMap;
 
 use super::approx::{ColumnApprox, Output};
 use crate::core::batch::{Batch, Column};
-use crate::core::plan::{AggFunc, AggregatePlan, TimeSource};
+use crate::core::plan::{AggregatePlan, TimeSource};
 
 /// Why tuples were lost before reaching a window, which decides how its rows say so.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -63,18 +63,7 @@ pub struct WindowLoss {
 impl WindowLoss {
     pub fn new(plan: &AggregatePlan) -> WindowLoss {
         let nkeys = plan.keys.len();
-        let kinds = (0..nkeys)
-            .map(|_| ColumnApprox::Exact)
-            .chain(plan.aggs.iter().map(|a| match a.func {
-                AggFunc::Min => ColumnApprox::UpperBound,
-                AggFunc::Max => ColumnApprox::LowerBound,
-                _ => ColumnApprox::Interval {
-                    lo: Vec::new(),
-                    hi: Vec::new(),
-                },
-            }))
-            .chain([ColumnApprox::Exact, ColumnApprox::Exact])
-            .collect();
+        let kinds = ColumnApprox::for_aggregate(plan);
         WindowLoss {
             time: plan.time,
             size: plan.window.size,

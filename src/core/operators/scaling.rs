@@ -114,18 +114,7 @@ impl Scaling {
             folds.push(fold);
         }
         let nkeys = plan.keys.len();
-        let kinds = (0..nkeys)
-            .map(|_| ColumnApprox::Exact)
-            .chain(plan.aggs.iter().map(|a| match a.func {
-                AggFunc::Min => ColumnApprox::UpperBound,
-                AggFunc::Max => ColumnApprox::LowerBound,
-                _ => ColumnApprox::Interval {
-                    lo: Vec::new(),
-                    hi: Vec::new(),
-                },
-            }))
-            .chain([ColumnApprox::Exact, ColumnApprox::Exact])
-            .collect();
+        let kinds = ColumnApprox::for_aggregate(plan);
         Scaling {
             calls: plan.aggs.iter().map(|a| a.func).collect(),
             nkeys,
