@@ -62,8 +62,8 @@ fn policy(name: &str, relative_to: Option<&Path>) -> Result<NamedPolicy, Failure
         });
     }
     let path = match relative_to {
-        Some(dir) if Path::new(name).is_relative() => dir.join(name),
-        _ => PathBuf::from(name),
+        Some(dir) => super::run::beside(dir, Path::new(name)),
+        None => PathBuf::from(name),
     };
     let p = load_policy(&path).map_err(|e| Failure::BadInput(e.to_string()))?;
     Ok(NamedPolicy {

@@ -91,13 +91,35 @@ pub fn main() -> ExitCode {
     match result {
         Ok(code) => code,
         Err(Failure::BadInput(msg)) => {
-            eprintln!("{}", msg.trim_end());
+            eprintln!("{}", bad_input_line(msg.trim_end()));
             ExitCode::from(2)
         }
         Err(Failure::Other(e)) => {
             eprintln!("spillway: {e:#}");
             ExitCode::from(1)
         }
+    }
+}
+
+/// One convention for every refusal: a message located in a file starts with
+/// `file:line:col:` (what editors and compilers use, so it stays first); any other message
+/// starts with `spillway:`, like every other line the CLI writes to stderr.
+fn bad_input_line(msg: &str) -> std::borrow::Cow<'_, str> {
+    let first = msg.split_whitespace().next().unwrap_or("");
+    let mut parts = first.rsplitn(4, ':');
+    let located = matches!(
+        (parts.next(), parts.next(), parts.next(), parts.next()),
+        (Some(""), Some(col), Some(line), Some(file))
+            if !file.is_empty()
+                && !line.is_empty()
+                && !col.is_empty()
+                && line.bytes().all(|b| b.is_ascii_digit())
+                && col.bytes().all(|b| b.is_ascii_digit())
+    );
+    if located || msg.starts_with("spillway:") {
+        msg.into()
+    } else {
+        format!("spillway: {msg}").into()
     }
 }
 
@@ -118,4 +140,28 @@ pub(crate) use outln;
 /// Loads and validates a workload file, turning every problem into bad input.
 fn load_workload(path: &std::path::Path) -> Result<crate::spec::Workload, Failure> {
     crate::spec::load_file(path).map_err(|e| Failure::BadInput(e.to_string()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::bad_input_line;
+
+    #[test]
+    fn refusals_start_with_a_location_or_the_program_name() {
+        let l = |m: &str| bad_input_line(m).into_owned();
+        assert_eq!(
+            l("w.yaml:3:7: queries.q: bad"),
+            "w.yaml:3:7: queries.q: bad"
+        );
+        assert_eq!(l("spillway: 400: no"), "spillway: 400: no");
+        assert_eq!(
+            l("policy `x` is listed twice"),
+            "spillway: policy `x` is listed twice"
+        );
+        assert_eq!(
+            l("w.yaml: no stream `s`"),
+            "spillway: w.yaml: no stream `s`"
+        );
+        assert_eq!(l("a:b:c: x"), "spillway: a:b:c: x");
+    }
 }

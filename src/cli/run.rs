@@ -79,8 +79,8 @@ pub fn resolve_policy(
         (Some(p), _) => p.to_path_buf(),
         // Relative to the workload file, like an include: the pair moves together.
         (None, Some(p)) => match workload_path.parent() {
-            Some(dir) if Path::new(p).is_relative() => dir.join(p),
-            _ => PathBuf::from(p),
+            Some(dir) => beside(dir, Path::new(p)),
+            None => PathBuf::from(p),
         },
         (None, None) => return Ok(Policy::none()),
     };
@@ -92,6 +92,31 @@ pub fn resolve_policy(
         )),
         _ => Failure::BadInput(e.to_string()),
     })
+}
+
+/// `path` read relative to `dir` (unless absolute), with `dir/..` pairs folded so messages
+/// show `policies/random.yaml`, not `workloads/../policies/random.yaml`. Lexical only: a
+/// symlinked `dir` could make the folded path differ, so only plain names are folded.
+pub fn beside(dir: &Path, path: &Path) -> PathBuf {
+    use std::path::Component;
+    if path.is_absolute() {
+        return path.to_path_buf();
+    }
+    let mut out: Vec<Component> = Vec::new();
+    for c in dir.components().chain(path.components()) {
+        match (c, out.last()) {
+            (Component::CurDir, _) => {}
+            (Component::ParentDir, Some(Component::Normal(_))) => {
+                out.pop();
+            }
+            _ => out.push(c),
+        }
+    }
+    if out.is_empty() {
+        PathBuf::from(".")
+    } else {
+        out.iter().collect()
+    }
 }
 
 /// The run's sinks; an `--out` that is not a directory is bad input.
@@ -289,4 +314,23 @@ pub fn run(args: RunArgs) -> Result<ExitCode, Failure> {
         Some(r) if r != StopReason::Requested => ExitCode::from(r.exit_code()),
         _ => ExitCode::SUCCESS,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::beside;
+    use std::path::{Path, PathBuf};
+
+    #[test]
+    fn a_policy_beside_the_workload_reads_without_dot_dot() {
+        let p = |d: &str, f: &str| beside(Path::new(d), Path::new(f));
+        assert_eq!(
+            p("workloads", "../policies/random.yaml"),
+            PathBuf::from("policies/random.yaml")
+        );
+        assert_eq!(p("a/b", "./c.yaml"), PathBuf::from("a/b/c.yaml"));
+        assert_eq!(p("", "../x.yaml"), PathBuf::from("../x.yaml"));
+        assert_eq!(p("w", "/abs/x.yaml"), PathBuf::from("/abs/x.yaml"));
+        assert_eq!(p("w", ".."), PathBuf::from("."));
+    }
 }
