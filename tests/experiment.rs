@@ -148,7 +148,7 @@ fn the_command_writes_report_csv_and_plots() {
         .unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{err}");
-    assert!(err.contains("report.md"), "{err}");
+    assert!(err.contains("summary.md"), "{err}");
     let d = dir.path();
     // exact, random, semantic, optimum x (2 queries + all).
     let (header, n) = csv_rows(&d.join("results.csv"));
@@ -160,7 +160,7 @@ fn the_command_writes_report_csv_and_plots() {
     assert_eq!(header[..4], ["policy", "repeat", "t_s", "query"]);
     // 3 runs x 2 queries x (20 ticks + the final one), at least.
     assert!(n >= 3 * 2 * 20, "{n} rows");
-    let md = std::fs::read_to_string(d.join("report.md")).unwrap();
+    let md = std::fs::read_to_string(d.join("summary.md")).unwrap();
     assert!(md.contains("| semantic |"), "{md}");
     assert!(md.contains("## Winners"), "{md}");
     for (file, names) in [
@@ -210,4 +210,42 @@ fn bad_experiment_input_exits_2() {
         assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
         assert!(!err.contains("panicked"), "{err}");
     }
+}
+
+#[test]
+fn several_workloads_write_one_directory_each_and_the_total_time() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = spillway()
+        .args([
+            "experiment",
+            "workloads/experiment.yaml",
+            "workloads/window-aware.yaml",
+            "--duration",
+            "1s",
+            "--out",
+        ])
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(err.contains("2 experiments in "), "{err}");
+    for stem in ["experiment", "window-aware"] {
+        let d = dir.path().join(stem);
+        assert!(d.join("summary.md").is_file(), "{stem}");
+        let (_, n) = csv_rows(&d.join("results.csv"));
+        assert!(n > 0, "{stem}");
+    }
+    // The same file twice would overwrite itself: refused before anything runs.
+    let out = spillway()
+        .args([
+            "experiment",
+            "workloads/experiment.yaml",
+            "workloads/experiment.yaml",
+            "--out",
+        ])
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
 }
