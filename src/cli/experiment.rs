@@ -26,7 +26,7 @@ pub struct ExperimentArgs {
     /// `experiment.policies`, else none,random,semantic.
     #[arg(long, value_delimiter = ',')]
     pub policies: Option<Vec<String>>,
-    /// Directory for summary.md, results.csv, timeseries.csv and the SVG plots.
+    /// Directory for summary.md, results.csv, timeseries.csv and the plots (SVG and PNG).
     #[arg(long, value_name = "DIR", default_value = "experiment-out")]
     pub out: PathBuf,
     /// Run the policies live on the wall clock (the references stay simulated).

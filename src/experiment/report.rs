@@ -332,7 +332,7 @@ pub fn report_markdown(out: &Outcome, command: &str) -> String {
     );
     let _ = writeln!(
         md,
-        "\nFiles: `results.csv` (every figure, per policy and query), `timeseries.csv` (per tick), plots `latency.svg`, `keep.svg`, `utility.svg`, `error_cdf.svg`."
+        "\nFiles: `results.csv` (every figure, per policy and query), `timeseries.csv` (per tick), plots `latency`, `keep`, `utility`, `error_cdf` (each `.svg` and `.png`)."
     );
     md
 }
