@@ -39,7 +39,7 @@ fn every_shipped_workload_passes_check() {
 #[test]
 fn every_shipped_policy_loads() {
     let files = yaml_files("policies");
-    assert_eq!(files.len(), 5);
+    assert!(files.len() >= 5, "{files:?}");
     for f in files {
         let p = spillway::spec::load_policy(&f).unwrap_or_else(|e| panic!("{e}"));
         assert!(p.params.headroom > 0.0 && p.params.headroom <= 1.0);

@@ -148,7 +148,7 @@ fn the_command_writes_report_csv_and_plots() {
         .unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{err}");
-    assert!(err.contains("report.md"), "{err}");
+    assert!(err.contains("summary.md"), "{err}");
     let d = dir.path();
     // exact, random, semantic, optimum x (2 queries + all).
     let (header, n) = csv_rows(&d.join("results.csv"));
@@ -160,7 +160,7 @@ fn the_command_writes_report_csv_and_plots() {
     assert_eq!(header[..4], ["policy", "repeat", "t_s", "query"]);
     // 3 runs x 2 queries x (20 ticks + the final one), at least.
     assert!(n >= 3 * 2 * 20, "{n} rows");
-    let md = std::fs::read_to_string(d.join("report.md")).unwrap();
+    let md = std::fs::read_to_string(d.join("summary.md")).unwrap();
     assert!(md.contains("| semantic |"), "{md}");
     assert!(md.contains("## Winners"), "{md}");
     for (file, names) in [
@@ -180,6 +180,71 @@ fn the_command_writes_report_csv_and_plots() {
         for n in names {
             assert!(svg.contains(n), "{file} lacks `{n}`");
         }
+        // The PNG copy beside it: a PNG of the plot's size, with more than one colour.
+        let png_path = d.join(file).with_extension("png");
+        let png = std::fs::read(&png_path).unwrap();
+        assert_png(&png, &png_path);
+    }
+}
+
+/// A PNG signature, an IHDR of 900 x 480, and more than a blank page.
+fn assert_png(png: &[u8], path: &Path) {
+    assert!(png.starts_with(b"\x89PNG\r\n\x1a\n"), "{}", path.display());
+    assert_eq!(&png[12..16], b"IHDR", "{}", path.display());
+    let be = |b: &[u8]| u32::from_be_bytes([b[0], b[1], b[2], b[3]]);
+    assert_eq!((be(&png[16..20]), be(&png[20..24])), (900, 480));
+    assert!(
+        png.len() > 10_000,
+        "{}: {} bytes",
+        path.display(),
+        png.len()
+    );
+}
+
+/// `--live`: the policies on the wall clock for a second, the references simulated. Only
+/// the structure is asserted (live figures depend on the machine).
+#[test]
+fn a_short_live_experiment_writes_every_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = spillway()
+        .args(["experiment", "workloads/experiment.yaml", "--live"])
+        .args(["--duration", "1s", "--policies", "none,random", "--out"])
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    let d = dir.path();
+    // exact, none, random, optimum x (2 queries + all).
+    let (_, n) = csv_rows(&d.join("results.csv"));
+    assert_eq!(n, 4 * 3);
+    let mut r = csv::Reader::from_path(d.join("results.csv")).unwrap();
+    let header = r.headers().unwrap().clone();
+    let col = |name: &str| header.iter().position(|h| h == name).unwrap();
+    let rows: Vec<csv::StringRecord> = r.records().map(|x| x.unwrap()).collect();
+    let find = |p: &str, q: &str| {
+        rows.iter()
+            .find(|r| &r[0] == p && &r[1] == q)
+            .unwrap_or_else(|| panic!("no row {p}/{q}"))
+    };
+    // The exact reference is still simulated: every window, no error.
+    assert_eq!(&find("exact", "per_city")[col("rel_error_max")], "0");
+    // Each live run processed something and produced result rows.
+    for p in ["none", "random"] {
+        let alerts = find(p, "alerts");
+        let processed: f64 = alerts[col("processed_per_s")].parse().unwrap();
+        assert!(processed > 0.0, "{p}: {processed}");
+        let rows: f64 = alerts[col("rows")].parse().unwrap();
+        assert!(rows > 0.0, "{p}");
+    }
+    let (_, ticks) = csv_rows(&d.join("timeseries.csv"));
+    // Two live runs and the exact one, two queries, about ten 100 ms ticks each.
+    assert!(ticks >= 3 * 2 * 5, "{ticks} rows");
+    let md = std::fs::read_to_string(d.join("summary.md")).unwrap();
+    assert!(md.contains("live mode"), "{md}");
+    for f in ["latency", "keep", "utility", "error_cdf"] {
+        assert!(d.join(format!("{f}.svg")).is_file(), "{f}");
+        assert!(d.join(format!("{f}.png")).is_file(), "{f}");
     }
 }
 
@@ -210,4 +275,42 @@ fn bad_experiment_input_exits_2() {
         assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
         assert!(!err.contains("panicked"), "{err}");
     }
+}
+
+#[test]
+fn several_workloads_write_one_directory_each_and_the_total_time() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = spillway()
+        .args([
+            "experiment",
+            "workloads/experiment.yaml",
+            "workloads/window-aware.yaml",
+            "--duration",
+            "1s",
+            "--out",
+        ])
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(err.contains("2 experiments in "), "{err}");
+    for stem in ["experiment", "window-aware"] {
+        let d = dir.path().join(stem);
+        assert!(d.join("summary.md").is_file(), "{stem}");
+        let (_, n) = csv_rows(&d.join("results.csv"));
+        assert!(n > 0, "{stem}");
+    }
+    // The same file twice would overwrite itself: refused before anything runs.
+    let out = spillway()
+        .args([
+            "experiment",
+            "workloads/experiment.yaml",
+            "workloads/experiment.yaml",
+            "--out",
+        ])
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
 }

@@ -1,6 +1,8 @@
 //! `spillway experiment`: runs a workload under several policies plus the exact and
-//! optimum references and writes the report, CSV files and plots into `--out`. Progress
-//! goes to stderr (hidden when stderr is not a terminal); bad input exits with code 2.
+//! optimum references and writes the summary, CSV files and plots into `--out` (several
+//! workloads: one subdirectory each, named after the file). Progress goes to stderr
+//! (hidden when stderr is not a terminal); bad input exits with code 2 before anything
+//! runs.
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -10,18 +12,21 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 use super::{Failure, load_workload};
 use crate::experiment::{self, NamedPolicy, Setup, plots, report};
+use crate::runtime::clock::WallClock;
 use crate::spec::{DEFAULT_EXPERIMENT_POLICIES, Policy, load_policy, parse_duration, parse_policy};
 
 #[derive(Args, Debug)]
 pub struct ExperimentArgs {
-    /// The workload YAML file.
-    pub workload: PathBuf,
+    /// The workload YAML file(s). With several, each writes into `DIR/<file stem>/` and
+    /// the command reports the total time (`spillway experiment workloads/*.yaml`).
+    #[arg(required = true)]
+    pub workload: Vec<PathBuf>,
     /// Policies to compare, comma-separated: built-in kinds (none, tail-drop, random,
     /// semantic, window-aware) or policy files (`.yaml`). Default: the workload's
     /// `experiment.policies`, else none,random,semantic.
     #[arg(long, value_delimiter = ',')]
     pub policies: Option<Vec<String>>,
-    /// Directory for report.md, results.csv, timeseries.csv and the SVG plots.
+    /// Directory for summary.md, results.csv, timeseries.csv and the plots (SVG and PNG).
     #[arg(long, value_name = "DIR", default_value = "experiment-out")]
     pub out: PathBuf,
     /// Run the policies live on the wall clock (the references stay simulated).
@@ -74,8 +79,16 @@ fn policy(name: &str, relative_to: Option<&Path>) -> Result<NamedPolicy, Failure
     })
 }
 
-pub fn experiment(args: ExperimentArgs) -> Result<ExitCode, Failure> {
-    let w = load_workload(&args.workload)?;
+/// One workload's experiment, checked before anything runs.
+struct Planned {
+    path: PathBuf,
+    workload: crate::spec::Workload,
+    setup: Setup,
+    out: PathBuf,
+}
+
+fn plan(args: &ExperimentArgs, path: &Path, out: PathBuf) -> Result<Planned, Failure> {
+    let w = load_workload(path)?;
     let block = w.experiment.as_ref();
     let policies = match (&args.policies, block) {
         (Some(p), _) => p
@@ -85,7 +98,7 @@ pub fn experiment(args: ExperimentArgs) -> Result<ExitCode, Failure> {
         (None, Some(b)) => b
             .policies
             .iter()
-            .map(|n| policy(n, args.workload.parent()))
+            .map(|n| policy(n, path.parent()))
             .collect::<Result<Vec<_>, _>>()?,
         (None, None) => DEFAULT_EXPERIMENT_POLICIES
             .iter()
@@ -105,10 +118,10 @@ pub fn experiment(args: ExperimentArgs) -> Result<ExitCode, Failure> {
             "`exact` and `optimum` are the experiment's references, not policies".into(),
         ));
     }
-    if args.out.exists() && !args.out.is_dir() {
+    if out.exists() && !out.is_dir() {
         return Err(Failure::BadInput(format!(
             "--out {}: not a directory",
-            args.out.display()
+            out.display()
         )));
     }
     let setup = Setup {
@@ -118,6 +131,57 @@ pub fn experiment(args: ExperimentArgs) -> Result<ExitCode, Failure> {
         live: args.live,
         duration: args.duration,
     };
+    Ok(Planned {
+        path: path.to_path_buf(),
+        workload: w,
+        setup,
+        out,
+    })
+}
+
+pub fn experiment(args: ExperimentArgs) -> Result<ExitCode, Failure> {
+    let several = args.workload.len() > 1;
+    let mut planned = Vec::new();
+    for path in &args.workload {
+        let out = if several {
+            let stem = path.file_stem().unwrap_or(path.as_os_str());
+            args.out.join(stem)
+        } else {
+            args.out.clone()
+        };
+        if planned.iter().any(|p: &Planned| p.out == out) {
+            return Err(Failure::BadInput(format!(
+                "{}: two workloads would write into {}",
+                path.display(),
+                out.display()
+            )));
+        }
+        planned.push(plan(&args, path, out)?);
+    }
+    let clock = WallClock::start();
+    for p in &planned {
+        let started = clock.since_start();
+        run_one(p)?;
+        if several {
+            eprintln!(
+                "{}: {:.1} s",
+                p.path.display(),
+                (clock.since_start() - started) as f64 / 1e9
+            );
+        }
+    }
+    if several {
+        eprintln!(
+            "{} experiments in {:.1} s",
+            planned.len(),
+            clock.since_start() as f64 / 1e9
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn run_one(p: &Planned) -> Result<(), Failure> {
+    let (w, setup) = (&p.workload, &p.setup);
     let total = setup.repeat as u64 * (1 + setup.policies.len() as u64);
     let bar = ProgressBar::with_draw_target(Some(total), ProgressDrawTarget::stderr());
     bar.set_style(
@@ -125,7 +189,7 @@ pub fn experiment(args: ExperimentArgs) -> Result<ExitCode, Failure> {
             .unwrap_or_else(|_| ProgressStyle::default_bar()),
     );
     let mut started = 0;
-    let outcome = experiment::run(&w, &setup, &mut |label| {
+    let outcome = experiment::run(w, setup, &mut |label| {
         if started > 0 {
             bar.inc(1);
         }
@@ -134,10 +198,10 @@ pub fn experiment(args: ExperimentArgs) -> Result<ExitCode, Failure> {
     })
     .map_err(|e| match e {
         experiment::ExperimentError::Io(e) => Failure::Other(e.into()),
-        other => Failure::BadInput(format!("{}: {other}", args.workload.display())),
+        other => Failure::BadInput(format!("{}: {other}", p.path.display())),
     })?;
     bar.finish_and_clear();
-    std::fs::create_dir_all(&args.out)?;
+    std::fs::create_dir_all(&p.out)?;
     let command = std::env::args()
         .map(|a| {
             Path::new(&a)
@@ -147,11 +211,11 @@ pub fn experiment(args: ExperimentArgs) -> Result<ExitCode, Failure> {
         })
         .collect::<Vec<_>>()
         .join(" ");
-    let out = &args.out;
+    let out = &p.out;
     report::write_results(&outcome, &out.join("results.csv"))?;
     report::write_timeseries(&outcome, &out.join("timeseries.csv"))?;
     std::fs::write(
-        out.join("report.md"),
+        out.join("summary.md"),
         report::report_markdown(&outcome, &command),
     )?;
     let plot = |r: Result<(), Box<dyn std::error::Error>>, name: &str| {
@@ -170,6 +234,6 @@ pub fn experiment(args: ExperimentArgs) -> Result<ExitCode, Failure> {
         plots::error_cdf(&outcome, &out.join("error_cdf.svg")),
         "error_cdf.svg",
     )?;
-    eprintln!("report: {}", out.join("report.md").display());
-    Ok(ExitCode::SUCCESS)
+    eprintln!("summary: {}", out.join("summary.md").display());
+    Ok(())
 }

@@ -38,7 +38,7 @@ enum Command {
     /// for simulated mode.
     Calibrate(calibrate::CalibrateArgs),
     /// Run a workload under several policies side by side, against the exact answer and
-    /// the offline optimum; writes report.md, CSV files and SVG plots.
+    /// the offline optimum; writes summary.md, CSV files and SVG and PNG plots.
     Experiment(experiment::ExperimentArgs),
     /// Send lines to a TCP source at a rate: a file's lines, or a workload stream's
     /// generated tuples (a load generator for `source: {tcp: ...}`).

@@ -214,7 +214,10 @@ pub fn run_rows(
         total_weight += weight;
         if let Some(o) = ctx.optimum {
             row.set("optimum_utility", o.value_share[qi]);
-            row.set("share_of_optimum", value / o.value_share[qi].max(1e-12));
+            // The optimum may give a query (almost) nothing; a share of nothing is no figure.
+            if o.value_share[qi] > 1e-6 {
+                row.set("share_of_optimum", value / o.value_share[qi]);
+            }
         }
         let a = &answers[qi];
         row.set("rows", a.rows as f64);

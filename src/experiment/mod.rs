@@ -9,7 +9,7 @@
 //!                                              ──▶ optimum (knapsack per tick)
 //!    exact run again, checked against itself  ──▶ the `exact` rows (error 0)
 //!    each policy (simulated, or live)         ──▶ Recorder (an Observer) + AnswerCheck
-//!  figures (per run) ─▶ report (mean and spread over repeats): report.md, CSV, SVG plots
+//!  figures (per run) ─▶ report (mean and spread over repeats): summary.md, CSV, SVG + PNG plots
 //! ```
 //!
 //! Invariant: every run of one repeat sees the same input (same seed, push sources follow
@@ -17,6 +17,7 @@
 
 pub mod answers;
 pub mod figures;
+pub mod font;
 pub mod optimum;
 pub mod plots;
 pub mod recorder;

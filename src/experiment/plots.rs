@@ -1,16 +1,19 @@
-//! The experiment's SVG plots, drawn with plotters: latency over time (with the target and
-//! the input rate), keep fraction over time, utility per policy against the optimum, and
-//! the CDF of relative answer error. Every plot has axis titles with units and a legend.
+//! The experiment's plots, drawn with plotters as SVG and PNG (one drawing function, two
+//! backends; text measured and rasterised with the embedded font of `font.rs`): latency
+//! over time (with the target and the input rate), keep fraction over time, utility per
+//! policy against the optimum, and the CDF of relative answer error. Every plot has axis titles with units and a legend.
 //!
 //! Invariant: plots read the `Outcome` only; a plot with nothing to show is still written,
 //! with a caption that says so, so the set of files never depends on the figures.
 
 use std::path::Path;
 
+use plotters::coord::Shift;
 use plotters::prelude::*;
 
 use super::Outcome;
 use super::figures::metric;
+use super::font;
 use super::report::summarize;
 
 type PlotResult = Result<(), Box<dyn std::error::Error>>;
@@ -70,7 +73,10 @@ fn x_max(s: &[(String, Vec<(f64, f64)>)]) -> f64 {
 
 /// Latency at the target's percentile per tick and policy, log scale, with the target and
 /// the input rate (second axis).
-pub fn latency(out: &Outcome, path: &Path) -> PlotResult {
+fn draw_latency<DB: DrawingBackend>(out: &Outcome, root: DrawingArea<DB, Shift>) -> PlotResult
+where
+    DB::ErrorType: 'static,
+{
     let q = followed(out);
     let lat = series(out, q, |r| r.latency.map(|l| (l as f64 / 1e6).max(0.01)));
     let rate = series(out, q, |r| Some(r.input_rate));
@@ -91,7 +97,6 @@ pub fn latency(out: &Outcome, path: &Path) -> PlotResult {
         .first()
         .map_or(1.0, |(_, p)| p.iter().map(|x| x.1).fold(1.0, f64::max))
         * 1.1;
-    let root = SVGBackend::new(path, SIZE).into_drawing_area();
     root.fill(&WHITE)?;
     let mut chart = ChartBuilder::on(&root)
         .caption(
@@ -152,11 +157,13 @@ pub fn latency(out: &Outcome, path: &Path) -> PlotResult {
 }
 
 /// Keep fraction installed per tick and policy.
-pub fn keep(out: &Outcome, path: &Path) -> PlotResult {
+fn draw_keep<DB: DrawingBackend>(out: &Outcome, root: DrawingArea<DB, Shift>) -> PlotResult
+where
+    DB::ErrorType: 'static,
+{
     let q = followed(out);
     let keep = series(out, q, |r| Some(r.keep));
     let xmax = x_max(&keep);
-    let root = SVGBackend::new(path, SIZE).into_drawing_area();
     root.fill(&WHITE)?;
     let mut chart = ChartBuilder::on(&root)
         .caption(
@@ -195,7 +202,10 @@ pub fn keep(out: &Outcome, path: &Path) -> PlotResult {
 }
 
 /// Weighted utility per policy as bars, the optimum as a line.
-pub fn utility(out: &Outcome, path: &Path) -> PlotResult {
+fn draw_utility<DB: DrawingBackend>(out: &Outcome, root: DrawingArea<DB, Shift>) -> PlotResult
+where
+    DB::ErrorType: 'static,
+{
     let sum = summarize(out);
     let bars: Vec<(String, f64)> = sum
         .iter()
@@ -206,7 +216,6 @@ pub fn utility(out: &Outcome, path: &Path) -> PlotResult {
         .iter()
         .find(|(p, q, _)| p == "optimum" && q == "all")
         .map(|(_, _, s)| s[metric("weighted_utility")].mean);
-    let root = SVGBackend::new(path, SIZE).into_drawing_area();
     root.fill(&WHITE)?;
     let n = bars.len().max(1) as f64;
     let mut chart = ChartBuilder::on(&root)
@@ -261,7 +270,10 @@ pub fn utility(out: &Outcome, path: &Path) -> PlotResult {
 }
 
 /// CDF of the relative error of aggregate values, per policy.
-pub fn error_cdf(out: &Outcome, path: &Path) -> PlotResult {
+fn draw_error_cdf<DB: DrawingBackend>(out: &Outcome, root: DrawingArea<DB, Shift>) -> PlotResult
+where
+    DB::ErrorType: 'static,
+{
     let curves: Vec<(String, Vec<(f64, f64)>)> = out
         .errors
         .iter()
@@ -287,7 +299,6 @@ pub fn error_cdf(out: &Outcome, path: &Path) -> PlotResult {
         .flat_map(|(_, p)| p.iter().map(|x| x.0))
         .fold(1.0, f64::max)
         .min(200.0);
-    let root = SVGBackend::new(path, SIZE).into_drawing_area();
     root.fill(&WHITE)?;
     let caption = if curves.is_empty() {
         format!("{}: no aggregate values to compare", out.workload)
@@ -324,4 +335,36 @@ pub fn error_cdf(out: &Outcome, path: &Path) -> PlotResult {
     }
     root.present()?;
     Ok(())
+}
+
+/// Draws one plot as SVG at `path` and as PNG beside it (`.png`).
+fn both(
+    path: &Path,
+    svg: impl FnOnce(DrawingArea<SVGBackend<'_>, Shift>) -> PlotResult,
+    png: impl FnOnce(DrawingArea<BitMapBackend<'_>, Shift>) -> PlotResult,
+) -> PlotResult {
+    font::register()?;
+    svg(SVGBackend::new(path, SIZE).into_drawing_area())?;
+    let png_path = path.with_extension("png");
+    png(BitMapBackend::new(&png_path, SIZE).into_drawing_area())
+}
+
+/// Latency at the target's percentile per tick and policy (`latency.svg`, `.png`).
+pub fn latency(out: &Outcome, path: &Path) -> PlotResult {
+    both(path, |a| draw_latency(out, a), |a| draw_latency(out, a))
+}
+
+/// Keep fraction per tick and policy (`keep.svg`, `.png`).
+pub fn keep(out: &Outcome, path: &Path) -> PlotResult {
+    both(path, |a| draw_keep(out, a), |a| draw_keep(out, a))
+}
+
+/// Weighted utility per policy against the optimum (`utility.svg`, `.png`).
+pub fn utility(out: &Outcome, path: &Path) -> PlotResult {
+    both(path, |a| draw_utility(out, a), |a| draw_utility(out, a))
+}
+
+/// CDF of relative aggregate error per policy (`error_cdf.svg`, `.png`).
+pub fn error_cdf(out: &Outcome, path: &Path) -> PlotResult {
+    both(path, |a| draw_error_cdf(out, a), |a| draw_error_cdf(out, a))
 }

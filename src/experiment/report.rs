@@ -1,6 +1,6 @@
 //! The experiment's files: `results.csv` (one row per policy and query, mean and standard
 //! deviation over repeats), `timeseries.csv` (one row per run, tick and query) and
-//! `report.md` (the tables a person reads first, with the winner per criterion).
+//! `summary.md` (the tables a person reads first, with the winner per criterion).
 //!
 //! Invariant: CSV goes through the `csv` crate (no hand-made quoting); a figure that does
 //! not apply is an empty field, never a made-up number.
@@ -147,7 +147,7 @@ fn cell(s: &Stat, digits: usize, repeat: u32, scale: f64) -> String {
     }
 }
 
-/// The text of `report.md`.
+/// The text of `summary.md`.
 pub fn report_markdown(out: &Outcome, command: &str) -> String {
     let sum = summarize(out);
     let rep = out.repeat.max(1);
@@ -332,7 +332,7 @@ pub fn report_markdown(out: &Outcome, command: &str) -> String {
     );
     let _ = writeln!(
         md,
-        "\nFiles: `results.csv` (every figure, per policy and query), `timeseries.csv` (per tick), plots `latency.svg`, `keep.svg`, `utility.svg`, `error_cdf.svg`."
+        "\nFiles: `results.csv` (every figure, per policy and query), `timeseries.csv` (per tick), plots `latency`, `keep`, `utility`, `error_cdf` (each `.svg` and `.png`)."
     );
     md
 }
