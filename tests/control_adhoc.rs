@@ -1,7 +1,8 @@
 //! Ad-hoc queries through the control API of a real `spillway run`: over the retained
 //! history the rows equal those the same continuous query wrote for the same windows;
-//! refusals are 400 with a reason; unknown paths get a JSON 404. Windows are compared by
-//! their event times, so nothing here depends on how fast the machine is.
+//! refusals are 400 with a reason; unknown paths get a JSON 404. Scripted adds and API
+//! adds in one live run each write to their own sink. Windows are compared by their event
+//! times, so nothing here depends on how fast the machine is.
 
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
@@ -231,6 +232,37 @@ fn adhoc_refusals_and_unknown_paths_say_why() {
     assert!(retained["tuples"].as_u64().unwrap() > 0, "{st}");
     assert!(retained["bytes"].as_u64().unwrap() > 0, "{st}");
 
+    // The client: rows as JSON lines on stdout, the rest of the answer on stderr.
+    let out = Command::new(env!("CARGO_BIN_EXE_spillway"))
+        .args(["query", "add", "counts", "--adhoc", "--jsonl", "--addr"])
+        .arg(s.base.trim_start_matches("http://"))
+        .args([
+            "--sql",
+            "SELECT COUNT(*) AS n FROM readings GROUP BY TUMBLE(ts, INTERVAL '1' HOUR)",
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let lines: Vec<Value> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    // One window (two if an hour began within the 3 s of history).
+    assert!((1..=2).contains(&lines.len()), "{lines:?}");
+    assert!(lines[0]["n"].as_u64().unwrap() > 0);
+    assert!(String::from_utf8_lossy(&out.stderr).contains("\"history\""));
+    let out = Command::new(env!("CARGO_BIN_EXE_spillway"))
+        .args(["query", "add", "p", "--adhoc", "--addr"])
+        .arg(s.base.trim_start_matches("http://"))
+        .args(["--sql", "SELECT x FROM other"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "a refused ad-hoc query exits 2");
+
     // Unknown paths and methods: JSON with a message.
     let (code, r) = answer(agent().get(format!("{}/nope", s.base)).call());
     assert_eq!(code, 404);
@@ -238,4 +270,39 @@ fn adhoc_refusals_and_unknown_paths_say_why() {
     let (code, r) = answer(agent().delete(format!("{}/status", s.base)).call());
     assert_eq!(code, 405);
     assert!(r["error"].as_str().unwrap().contains("DELETE"), "{r}");
+}
+
+#[test]
+fn scripted_adds_and_api_adds_each_write_to_their_own_sink() {
+    let workload = format!(
+        "{WORKLOAD}changes:\n  - {{at: 1500ms, add: {{name: scripted, sql: \"SELECT sensor FROM readings WHERE sensor = 1\"}}}}\n"
+    );
+    let s = start_with(&workload);
+    // Added through the API before the scripted add: it takes the index the scripted
+    // query would have had if indices were fixed up front.
+    let (code, r) = post(
+        &s,
+        json!({"name": "api", "sql": "SELECT temp FROM readings WHERE sensor = 2"}),
+    );
+    assert_eq!(code, 200, "{r}");
+    assert_eq!(r["index"], 1);
+    wait_until(&s, 2.5);
+    let (_, list) = answer(agent().get(format!("{}/queries", s.base)).call());
+    assert_eq!(list[2]["name"], "scripted", "{list}");
+    let status = Command::new("kill")
+        .args(["-TERM", &s.child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let mut s = s;
+    let _ = s.child.wait();
+    for (file, query, field) in [("api", "api", "temp"), ("scripted", "scripted", "sensor")] {
+        let text = std::fs::read_to_string(s.dir.path().join(format!("out/{file}.jsonl"))).unwrap();
+        assert!(!text.is_empty(), "{file} is empty");
+        for line in text.lines() {
+            let v: Value = serde_json::from_str(line).unwrap();
+            assert_eq!(v["query"], query, "{file}: {line}");
+            assert!(v.get(field).is_some(), "{file}: {line}");
+        }
+    }
 }
