@@ -127,6 +127,10 @@ fn an_adhoc_query_over_5s_of_history_gives_the_rows_the_continuous_query_gave() 
     assert_eq!(adhoc.replay.tuples, 5_000);
     assert_eq!(adhoc.replay.from, Some(3_000 * MS));
     assert_eq!(adhoc.truncated, 0);
+    // History stays out of the live ledger, the flushed last window included.
+    let ledger = &adhoc.removal.as_ref().unwrap().ledger;
+    assert_eq!((ledger.offered, ledger.results), (0, 0));
+    assert!(ledger.balances());
 
     // The continuous query's rows over the same span: windows from 3 s, the last one
     // flushed at the same moment.

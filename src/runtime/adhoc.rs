@@ -91,6 +91,9 @@ pub fn run_adhoc(
     }
     .map_err(ManageError::from)?;
     if !continue_live {
+        engine
+            .flush_history(index, now, &mut collect)
+            .map_err(ManageError::from)?;
         let removed = manager.apply(
             Command::Remove {
                 query: name,

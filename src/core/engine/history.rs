@@ -72,8 +72,32 @@ impl Engine {
         if let Some(to) = replay.to {
             st.pipeline.on_tick(to, &mut st.out);
         }
-        replay.rows = st.out.len() as u64;
-        if !st.out.is_empty() {
+        replay.rows = self.emit_past(q, now, &mut sink);
+        Ok(replay)
+    }
+
+    /// Emits the open windows of query `q` (an ad-hoc query that ends with its history)
+    /// to `sink`, as `replay_history` emits: no latency, no live results. Returns the rows.
+    pub fn flush_history(
+        &mut self,
+        q: usize,
+        now: Nanos,
+        sink: impl FnMut(&Emitted<'_>),
+    ) -> Result<u64, EngineError> {
+        if self.is_removed(q) {
+            return Err(EngineError::NoSuchQuery(q));
+        }
+        let st = &mut self.queries[q];
+        st.pipeline.flush(now, &mut st.out);
+        Ok(self.emit_past(q, now, sink))
+    }
+
+    /// Hands query `q`'s pending rows to `sink` without recording latency or results:
+    /// they answer the past.
+    fn emit_past(&mut self, q: usize, now: Nanos, mut sink: impl FnMut(&Emitted<'_>)) -> u64 {
+        let st = &mut self.queries[q];
+        let rows = st.out.len() as u64;
+        if rows > 0 {
             st.out.approx.pad(st.out.len());
             sink(&Emitted {
                 index: q,
@@ -86,6 +110,6 @@ impl Engine {
             });
             st.out.clear();
         }
-        Ok(replay)
+        rows
     }
 }
