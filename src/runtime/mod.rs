@@ -5,6 +5,7 @@
 
 #[cfg(feature = "shell")]
 pub mod adhoc;
+#[cfg(feature = "shell")]
 pub mod api;
 #[cfg(feature = "shell")]
 pub mod assemble;
