@@ -11,9 +11,9 @@ use crate::runtime::api::{self, ApiConfig};
 use crate::runtime::inbox::Inbox;
 use crate::runtime::live::LiveChanges;
 use crate::runtime::manage::{Scripted, script};
-use crate::runtime::outputs::AddedSink;
+use crate::runtime::outputs::{AddedSink, Outputs};
 use crate::runtime::sink::JsonLines;
-use crate::spec::{SinkSpec, Workload};
+use crate::spec::{ChangeAction, SinkSpec, Workload};
 
 /// The environment variable a bearer token may come from.
 pub const TOKEN_ENV: &str = "SPILLWAY_CONTROL_TOKEN";
@@ -84,4 +84,18 @@ pub fn live_changes(
             }),
         }),
     })
+}
+
+/// Holds the sinks of `w`'s scripted adds by name until each is applied: in a live run the
+/// control API may add queries first, so a scripted add's index is known only then.
+pub fn hold_scripted_sinks(outputs: &mut Outputs<'_>, w: &Workload) {
+    let names: Vec<&str> = w
+        .changes
+        .iter()
+        .filter_map(|c| match &c.action {
+            ChangeAction::Add(q) => Some(q.name.as_str()),
+            _ => None,
+        })
+        .collect();
+    outputs.hold_scripted(w.queries.len(), &names);
 }

@@ -25,7 +25,8 @@ pub struct QueryArgs {
 
 #[derive(Subcommand, Debug)]
 pub enum Action {
-    /// Register a continuous query: validated as a workload's query is.
+    /// Register a continuous query (validated as a workload's query is), or with
+    /// `--adhoc` run one over its stream's retained history.
     Add {
         name: String,
         /// The query text.
@@ -40,6 +41,18 @@ pub enum Action {
         /// `stdout` (default), `none`, or `jsonl:PATH`.
         #[arg(long)]
         sink: Option<String>,
+        /// Ad hoc: run over the stream's retained history (`retain:` in the workload)
+        /// and print its rows, then end.
+        #[arg(long)]
+        adhoc: bool,
+        /// With --adhoc: after the history, keep running live as a continuous query
+        /// (rows go to its sink).
+        #[arg(long = "continue", requires = "adhoc")]
+        continue_live: bool,
+        /// With --adhoc: print the rows as JSON lines on stdout (one a line) and the rest
+        /// of the answer on stderr.
+        #[arg(long, requires = "adhoc", conflicts_with = "continue_live")]
+        jsonl: bool,
     },
     /// List the queries with their live figures and ledgers.
     Ls,
@@ -84,6 +97,7 @@ pub fn query(args: QueryArgs) -> Result<ExitCode, Failure> {
         serde_json::from_str(text)
             .map_err(|e| Failure::BadInput(format!("--{what}: not JSON: {e}")))
     };
+    let mut rows_as_lines = false;
     let result = match args.action {
         Action::Add {
             name,
@@ -91,8 +105,16 @@ pub fn query(args: QueryArgs) -> Result<ExitCode, Failure> {
             qos,
             cost,
             sink,
+            adhoc,
+            continue_live,
+            jsonl,
         } => {
+            rows_as_lines = jsonl;
             let mut body = json!({"name": name, "sql": sql});
+            if adhoc {
+                body["mode"] = json!("ad-hoc");
+                body["continue"] = json!(continue_live);
+            }
             if let Some(q) = qos {
                 body["qos"] = json_value("qos", &q)?;
             }
@@ -141,6 +163,21 @@ pub fn query(args: QueryArgs) -> Result<ExitCode, Failure> {
         } else {
             Failure::Other(anyhow::anyhow!("{status}: {message}"))
         });
+    }
+    let mut body = body;
+    if rows_as_lines && let Some(Value::Array(rows)) = body.get_mut("rows").map(Value::take) {
+        let mut lines = String::new();
+        for r in rows {
+            lines.push_str(&r.to_string());
+            lines.push('\n');
+        }
+        super::print(&lines);
+        body.as_object_mut().map(|m| m.remove("rows"));
+        eprintln!(
+            "{}",
+            serde_json::to_string_pretty(&body).unwrap_or_default()
+        );
+        return Ok(ExitCode::SUCCESS);
     }
     super::print(&format!(
         "{}\n",

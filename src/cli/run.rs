@@ -158,15 +158,6 @@ pub fn run(args: RunArgs) -> Result<ExitCode, Failure> {
         }
     };
     let changes = super::control::scripted(&args.workload, &w)?;
-    let scripted_adds = w
-        .changes
-        .iter()
-        .any(|c| matches!(c.action, crate::spec::ChangeAction::Add(_)));
-    if args.control_addr.is_some() && scripted_adds {
-        return Err(Failure::BadInput(
-            "--control-addr with scripted `add` changes is not supported yet: add those queries through the API".into(),
-        ));
-    }
     if simulated && args.control_addr.is_some() {
         return Err(Failure::BadInput(
             "--control-addr needs a live run; simulated runs take scripted `changes:`".into(),
@@ -230,6 +221,10 @@ pub fn run(args: RunArgs) -> Result<ExitCode, Failure> {
         Some(_) => None,
     };
     let mut outputs = Outputs::new(&mut sinks, w.queries.len()).with_stdout(stdout_sink);
+    if live.is_some() {
+        // Scripted adds get their index when applied, after any the control API made.
+        super::control::hold_scripted_sinks(&mut outputs, &w);
+    }
     let summary = match settings {
         None => run_live_managed(
             LiveRun {

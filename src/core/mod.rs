@@ -12,6 +12,7 @@ mod ingest;
 pub mod operators;
 pub mod plan;
 pub mod queue;
+pub mod retain;
 pub mod scheduler;
 pub mod schema;
 pub mod stats;

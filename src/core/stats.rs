@@ -131,6 +131,8 @@ pub struct StreamSnapshot {
     /// Shed at the stream's drop point, by reason; `Malformed` counts inputs a source
     /// could not parse (never part of `ingested`).
     pub dropped: DropCounts,
+    /// The recent history the stream retains for ad-hoc queries, if it keeps one.
+    pub retained: Option<super::retain::RetainSnapshot>,
 }
 
 #[derive(Clone, Debug, PartialEq)]

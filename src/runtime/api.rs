@@ -117,6 +117,8 @@ pub fn start(
         .route("/queries/{name}", get(show).patch(patch).delete(remove))
         .route("/policy", put(policy))
         .route("/status", get(status))
+        .fallback(unknown_path)
+        .method_not_allowed_fallback(wrong_method)
         .layer(middleware::from_fn_with_state(api.clone(), guard))
         .layer(RequestBodyLimitLayer::new(config.body_limit))
         .with_state(api);
@@ -150,6 +152,30 @@ async fn guard(State(api): State<Api>, req: HttpRequest, next: Next) -> Response
         );
     }
     next.run(req).await
+}
+
+/// What the API serves, for the 404 and 405 answers.
+const ROUTES: &str =
+    "GET/POST /queries, GET/PATCH/DELETE /queries/{name}, PUT /policy, GET /status";
+
+async fn unknown_path(method: axum::http::Method, uri: axum::http::Uri) -> Response {
+    error(
+        StatusCode::NOT_FOUND,
+        &format!(
+            "no such path: {method} {}; the API serves {ROUTES}",
+            uri.path()
+        ),
+    )
+}
+
+async fn wrong_method(method: axum::http::Method, uri: axum::http::Uri) -> Response {
+    error(
+        StatusCode::METHOD_NOT_ALLOWED,
+        &format!(
+            "{method} is not served on {}; the API serves {ROUTES}",
+            uri.path()
+        ),
+    )
 }
 
 fn error(status: StatusCode, message: &str) -> Response {

@@ -37,7 +37,7 @@ pub fn engine_for(w: &Workload) -> Result<Engine, EngineError> {
             lossless: q.qos.as_ref().is_some_and(|qos| qos.lossless),
         })
         .collect();
-    Engine::new(
+    let mut engine = Engine::new(
         streams,
         queries,
         EngineConfig {
@@ -45,7 +45,14 @@ pub fn engine_for(w: &Workload) -> Result<Engine, EngineError> {
             scheduler: w.engine.scheduler,
             seed: w.seed,
         },
-    )
+    )?;
+    // Streams that keep recent history for ad-hoc queries (`retain:`).
+    for (i, s) in w.streams.iter().enumerate() {
+        if let Some(limit) = s.retain {
+            engine.retain(i, limit);
+        }
+    }
+    Ok(engine)
 }
 
 /// The sinks of a run and, per query, the index of its sink (`None`: results discarded).

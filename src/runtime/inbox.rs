@@ -8,6 +8,7 @@ use std::io;
 use serde_json::{Value, json};
 use tokio::sync::oneshot;
 
+use super::adhoc::{AdHocError, run_adhoc};
 use super::clock::WallClock;
 use super::control::Controller;
 use super::manage::{Command, ManageError, Manager, Outcome};
@@ -17,9 +18,11 @@ use crate::core::drop::DropReason;
 use crate::core::engine::Engine;
 use crate::core::explain::describe;
 use crate::core::stats::QuerySnapshot;
+use crate::core::timefmt::Rfc3339Millis;
 use crate::runtime::monitor::QueryQos;
 use crate::spec::{
-    Policy, QosSpec, QuerySpec, RequestError, parse_qos_request, parse_query_request,
+    Policy, QosSpec, QueryMode, QuerySpec, RequestError, parse_qos_request, parse_query_request,
+    split_query_mode,
 };
 
 /// An answer: a JSON body with success, or an HTTP status and a JSON body.
@@ -121,8 +124,12 @@ impl Inbox {
     }
 
     fn add(&mut self, body: &str, s: &mut Site<'_, '_, '_>) -> Reply {
+        let (mode, body) = split_query_mode(body).map_err(refused)?;
         let catalog = s.manager.workload().catalog();
-        let spec = parse_query_request(body, &catalog, &s.manager.running()).map_err(refused)?;
+        let spec = parse_query_request(&body, &catalog, &s.manager.running()).map_err(refused)?;
+        if let QueryMode::AdHoc { continue_live } = mode {
+            return self.adhoc(spec, continue_live, s);
+        }
         let sink = (self.open_sink)(&spec).map_err(|e| {
             (
                 500,
@@ -134,6 +141,64 @@ impl Inbox {
         s.outputs.add_route(index, sink);
         apply(Command::Add(Box::new(spec)), s)?;
         Ok(json!({"added": name, "index": index, "query": view(index, s, true)}))
+    }
+
+    /// An ad-hoc query: history first, then its rows back, or live on with its sink.
+    fn adhoc(&mut self, spec: QuerySpec, continue_live: bool, s: &mut Site<'_, '_, '_>) -> Reply {
+        let name = spec.name.clone();
+        if continue_live {
+            let sink = (self.open_sink)(&spec).map_err(|e| {
+                (
+                    500,
+                    json!({"error": format!("cannot open the sink of `{name}`: {e}")}),
+                )
+            })?;
+            s.outputs.add_route(s.engine.query_count(), sink);
+        }
+        let now = s.clock.now();
+        let outputs = &mut *s.outputs;
+        let done = run_adhoc(
+            spec,
+            continue_live,
+            s.manager,
+            s.engine,
+            Some(s.controller),
+            s.clock.since_start(),
+            now,
+            |e| outputs.write(e),
+            s.observers,
+        )
+        .map_err(|e| match e {
+            AdHocError::NoHistory(_) => (400, json!({"error": e.to_string()})),
+            AdHocError::Manage(ManageError::NoSuchQuery(n)) => not_found(&n),
+            other => (409, json!({"error": other.to_string()})),
+        })?;
+        let took_ms = (s.clock.now() - now) as f64 / 1e6;
+        let history = json!({
+            "tuples": done.replay.tuples,
+            "from": done.replay.from.map(|t| Rfc3339Millis(t).to_string()),
+            "to": done.replay.to.map(|t| Rfc3339Millis(t).to_string()),
+            "took_ms": took_ms,
+        });
+        Ok(match done.removal {
+            Some(removal) => json!({
+                "adhoc": name,
+                "continue": false,
+                "history": history,
+                "rows": done.rows,
+                "row_count": done.rows.len() as u64 + done.truncated,
+                "truncated": done.truncated,
+                "ledger": ledger(&removal.ledger),
+            }),
+            None => json!({
+                "adhoc": name,
+                "continue": true,
+                "index": done.index,
+                "history": history,
+                "history_rows": done.replay.rows,
+                "query": view(done.index, s, true),
+            }),
+        })
     }
 }
 
@@ -218,8 +283,12 @@ fn status(s: &Site<'_, '_, '_>) -> Value {
         "shedding": report.is_some_and(|r| r.plan.shedding),
         "busy": report.map_or(0.0, |r| r.qos.busy),
         "ledger_violations": s.controller.violations(),
-        "streams": report.map_or(Value::Null, |r| Value::Array(r.qos.streams.iter().zip(&r.stream_keep).map(|(st, k)| json!({
+        "streams": report.map_or(Value::Null, |r| Value::Array(r.qos.streams.iter().zip(&r.stream_keep).enumerate().map(|(i, (st, k))| json!({
             "name": st.name, "rate": st.rate, "keep": k,
+            "retained": s.engine.retention(i).map(|h| json!({
+                "tuples": h.tuples, "bytes": h.bytes, "evicted": h.evicted,
+                "span_ms": h.oldest.zip(h.newest).map(|(a, b)| (b - a) as f64 / 1e6),
+            })),
         })).collect())),
         "queries": list(s),
     })

@@ -18,7 +18,7 @@ use super::control::Controller;
 use super::controls::PolicySwitch;
 use super::frontier::stream_frontier;
 use super::inbox::{Inbox, Site};
-use super::manage::{Manager, Scripted};
+use super::manage::{Command, Manager, Outcome, Scripted};
 use super::observe::{Event, Observers, RunInfo, RunMode, RunSummary, TickReport};
 use super::outputs::Outputs;
 use super::source::{Source, SourceLink, SourceMsg, spawn};
@@ -164,7 +164,11 @@ pub fn run_live_managed(
         engine.record_overhead(clock.now() - t0);
         while let Some(c) = script.next_if(|c| c.at <= since) {
             let now = clock.now();
-            let _ = manager.apply(
+            let added = match &c.command {
+                Command::Add(q) => Some(q.name.clone()),
+                _ => None,
+            };
+            let outcome = manager.apply(
                 c.command,
                 &mut engine,
                 Some(&mut controller),
@@ -173,6 +177,10 @@ pub fn run_live_managed(
                 |e| outputs.write(e),
                 observers,
             );
+            // Its sink was opened at start; its index is the one it got now.
+            if let (Some(name), Ok(Outcome::Added { index })) = (added, outcome) {
+                outputs.claim_scripted(index, &name);
+            }
         }
         if let Some(inbox) = &mut inbox {
             inbox.serve(&mut Site {

@@ -4,6 +4,8 @@
 //! signal handling. Only the shell, the observers that write, and the CLI do I/O.
 
 #[cfg(feature = "shell")]
+pub mod adhoc;
+#[cfg(feature = "shell")]
 pub mod api;
 #[cfg(feature = "shell")]
 pub mod assemble;

@@ -35,6 +35,9 @@ pub struct Outputs<'a> {
     pub failures: Vec<(usize, String)>,
     /// The sink writing to stdout (`with_stdout`), shared by queries added later.
     stdout: Option<usize>,
+    /// Sinks of scripted adds not applied yet, by query name (`hold_scripted`): their
+    /// index is known only when they are added, after whatever the control API added.
+    pending: Vec<(String, Option<usize>)>,
 }
 
 impl<'a> Outputs<'a> {
@@ -46,6 +49,7 @@ impl<'a> Outputs<'a> {
             undelivered: vec![0; queries],
             failures: Vec::new(),
             stdout: None,
+            pending: Vec::new(),
         }
     }
 
@@ -79,6 +83,37 @@ impl<'a> Outputs<'a> {
                 // Rows of the failed write may be partly written; count them as lost.
                 self.undelivered[e.index] += e.batch.len() as u64;
             }
+        }
+    }
+
+    /// Holds the routes from index `first` on (those `sinks_for` opened for the
+    /// workload's scripted adds, named `names` in that order) until `claim_scripted`
+    /// gives each the index its query actually gets.
+    pub fn hold_scripted(&mut self, first: usize, names: &[&str]) {
+        let held = self
+            .sinks
+            .route
+            .split_off(first.min(self.sinks.route.len()));
+        self.pending
+            .extend(names.iter().map(|n| n.to_string()).zip(held));
+    }
+
+    /// Routes scripted query `name`, just added at `index`, to the sink held for it.
+    pub fn claim_scripted(&mut self, index: usize, name: &str) {
+        let Some(i) = self
+            .pending
+            .iter()
+            .position(|(n, _)| n.eq_ignore_ascii_case(name))
+        else {
+            return;
+        };
+        let (_, si) = self.pending.remove(i);
+        if self.sinks.route.len() <= index {
+            self.sinks.route.resize(index + 1, None);
+        }
+        self.sinks.route[index] = si;
+        if self.undelivered.len() <= index {
+            self.undelivered.resize(index + 1, 0);
         }
     }
 

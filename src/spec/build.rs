@@ -4,6 +4,7 @@
 
 use super::build_changes::build_changes;
 use super::build_query::{Planner, build_query};
+use super::build_retain::build_retain;
 use super::build_stream::{build_stream, check_identifier, stream_schema};
 use super::config::{EngineConfig, ExperimentConfig, SchedulerConfig};
 use super::error::{Diagnostics, join};
@@ -51,7 +52,13 @@ pub(crate) fn build(diag: &mut Diagnostics, read: Read, planner: Planner) -> Opt
             Some(schema) => catalog.streams.push((name.clone(), schema.clone())),
             None => catalog_complete = false,
         }
-        streams.extend(build_stream(diag, name, i, s, schema, c.seed));
+        let retain = build_retain(diag, name, s.retain.as_ref());
+        streams.extend(
+            build_stream(diag, name, i, s, schema, c.seed).map(|mut st| {
+                st.retain = retain;
+                st
+            }),
+        );
     }
     for p in &read.partial_streams {
         match stream_schema(diag, &p.name, &p.schema, p.event_time.as_deref()) {

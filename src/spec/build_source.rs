@@ -117,6 +117,7 @@ pub(crate) fn build_io_stream(
             flow,
             idle_timeout,
         },
+        retain: None,
     })
 }
 

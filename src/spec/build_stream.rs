@@ -226,11 +226,20 @@ pub(crate) fn build_stream(
             flow,
             idle_timeout,
         },
+        retain: None,
     })
 }
 
 /// The keys a stream entry may have.
-const STREAM_KEYS: &[&str] = &["schema", "event_time", "source", "count", "rate", "fields"];
+const STREAM_KEYS: &[&str] = &[
+    "schema",
+    "event_time",
+    "source",
+    "count",
+    "rate",
+    "fields",
+    "retain",
+];
 
 /// Where a stream's generator settings were written: in a `source.generator` block or flat
 /// on the stream.

@@ -182,6 +182,27 @@ pub struct StreamConfig {
     /// Shorthand for `source.generator.fields`.
     #[serde(default)]
     pub fields: Option<NamedMap<FieldConfig>>,
+    /// Keep the stream's recent history in memory, as ingested (before any shedding), so
+    /// an ad-hoc query (`POST /queries` with `"mode": "ad-hoc"`) can run over it: see
+    /// `RetainConfig` (default: none kept).
+    #[serde(default)]
+    pub retain: Option<RetainConfig>,
+}
+
+/// `streams.<name>.retain:` how much recent history to keep: `{last: 5s}` (the rows that
+/// arrived in the last 5 s), `{tuples: 100000}` (the last 100000 rows), or both (whichever
+/// keeps fewer). History is bounded in memory: `last` alone also keeps at most 1000000
+/// rows, and `tuples` may not exceed 10000000. Memory is about (8 + 8 per field) bytes a
+/// row; the status and metrics report what is held.
+#[derive(Clone, Debug, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RetainConfig {
+    /// Keep rows that arrived at most this long ago, e.g. `5s`.
+    #[serde(default)]
+    pub last: Option<DurationConfig>,
+    /// Keep at most this many rows.
+    #[serde(default)]
+    pub tuples: Option<u64>,
 }
 
 /// `streams.<name>.source:` exactly one kind of source (`generator`, `tcp`, `replay` or

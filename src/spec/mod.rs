@@ -12,6 +12,7 @@ mod build;
 mod build_changes;
 mod build_field;
 mod build_query;
+mod build_retain;
 mod build_source;
 mod build_stream;
 mod config;
@@ -46,7 +47,8 @@ use std::path::Path;
 
 pub use config::{
     EngineConfig, ExperimentConfig, FlowConfig, GeneratorConfig, QosConfig, QueryConfig,
-    SchedulerConfig, SinkConfig, SourceConfig, StreamConfig, ValueConfig, WorkloadConfig,
+    RetainConfig, SchedulerConfig, SinkConfig, SourceConfig, StreamConfig, ValueConfig,
+    WorkloadConfig,
 };
 pub use config_changes::{AddConfig, ChangeConfig, PatchConfig};
 pub use config_io::{FormatConfig, NexmarkConfig, NexmarkEventConfig, ReplayConfig, TcpConfig};
@@ -58,7 +60,9 @@ pub use distribution::{
 pub use duration::{DurationConfig, parse_duration, parse_run_duration};
 pub use error::{SpecError, SpecErrors};
 pub use policy::{Policy, PolicyConfig, load_policy, parse_policy};
-pub use request::{RequestError, parse_qos_request, parse_query_request};
+pub use request::{
+    QueryMode, RequestError, parse_qos_request, parse_query_request, split_query_mode,
+};
 pub use workload::{
     Change, ChangeAction, DEFAULT_EXPERIMENT_POLICIES, DEFAULT_IDLE_TIMEOUT, EngineSettings,
     ExperimentSpec, Flow, GeneratorSpec, LatencyTarget, Mode, QosPatch, QosSpec, QuerySpec,

@@ -161,3 +161,69 @@ fn plain(message: &str) -> RequestError {
         document: String::new(),
     }
 }
+
+/// How a `POST /queries` query runs: `"mode": "continuous"` (the default) or
+/// `"mode": "ad-hoc"` over the stream's retained history, then live with
+/// `"continue": true`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum QueryMode {
+    Continuous,
+    AdHoc { continue_live: bool },
+}
+
+/// Takes `mode` and `continue` out of a `POST /queries` body; the rest is the query, for
+/// `parse_query_request`.
+pub fn split_query_mode(body: &str) -> Result<(QueryMode, String), RequestError> {
+    let mut json: serde_json::Map<String, serde_json::Value> = match serde_json::from_str(body) {
+        Ok(serde_json::Value::Object(m)) => m,
+        // Not an object: `parse_query_request` says why, located.
+        _ => return Ok((QueryMode::Continuous, body.to_string())),
+    };
+    if !json.contains_key("mode") && !json.contains_key("continue") {
+        return Ok((QueryMode::Continuous, body.to_string()));
+    }
+    let mode = json.remove("mode");
+    let cont = json.remove("continue");
+    let cont = match cont {
+        None => None,
+        Some(serde_json::Value::Bool(b)) => Some(b),
+        Some(other) => {
+            return Err(plain(&format!(
+                "`continue` must be true or false, not {other}"
+            )));
+        }
+    };
+    let mode = match mode.as_ref().map(|m| m.as_str()) {
+        None | Some(Some("continuous")) => {
+            if cont.is_some() {
+                return Err(plain(
+                    "`continue` applies to ad-hoc queries: add `\"mode\": \"ad-hoc\"`",
+                ));
+            }
+            QueryMode::Continuous
+        }
+        Some(Some("ad-hoc")) => QueryMode::AdHoc {
+            continue_live: cont.unwrap_or(false),
+        },
+        Some(_) => {
+            return Err(plain(&format!(
+                "`mode` must be \"continuous\" or \"ad-hoc\", not {}",
+                mode.unwrap_or_default()
+            )));
+        }
+    };
+    if mode
+        == (QueryMode::AdHoc {
+            continue_live: false,
+        })
+    {
+        // Its rows come back in the response.
+        if json.contains_key("sink") {
+            return Err(plain(
+                "an ad-hoc query that ends with its history returns its rows in the response: give a `sink` only with \"continue\": true",
+            ));
+        }
+        json.insert("sink".into(), "none".into());
+    }
+    Ok((mode, serde_json::Value::Object(json).to_string()))
+}

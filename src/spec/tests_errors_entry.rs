@@ -144,3 +144,57 @@ queries:
         "{all}"
     );
 }
+
+#[test]
+fn a_bad_retain_is_located_at_its_key() {
+    let text = "\
+name: x
+streams:
+  s: {schema: {k: int}, rate: 1, retain: {last: 0s, tuples: 20000000}}
+  t: {schema: {k: int}, rate: 1, retain: {}}
+  u: {schema: {k: int}, rate: 1, retain: {lats: 5s}}
+queries: {q: {sql: SELECT k FROM s}}
+";
+    let (e, all) = located(text);
+    let paths: Vec<&str> = e.iter().map(|(_, _, p)| p.as_str()).collect();
+    assert_eq!(
+        paths,
+        [
+            "streams.s.retain.last",
+            "streams.s.retain.tuples",
+            "streams.t.retain",
+            "streams.u.retain.lats"
+        ],
+        "{all}"
+    );
+    assert_eq!((e[0].0, e[0].1), (3, 43), "{all}");
+    assert!(all.contains("last must be positive"), "{all}");
+    assert!(all.contains("more than the 10000000"), "{all}");
+    assert!(all.contains("retain needs `last`"), "{all}");
+}
+
+#[test]
+fn retain_bounds_history_by_time_and_tuples() {
+    let w = super::tests::parse_stub(
+        "name: x\nstreams:\n  s: {schema: {k: int}, rate: 1, retain: {last: 5s}}\n  \
+         t: {schema: {k: int}, rate: 1, retain: {tuples: 500}}\n  v: {schema: {k: int}, rate: 1}\n\
+         queries: {q: {sql: SELECT k FROM s}}\n",
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    let r: Vec<_> = w.streams.iter().map(|s| s.retain).collect();
+    use crate::core::retain::RetainLimit;
+    assert_eq!(
+        r,
+        [
+            Some(RetainLimit {
+                last: Some(5_000_000_000),
+                tuples: 1_000_000
+            }),
+            Some(RetainLimit {
+                last: None,
+                tuples: 500
+            }),
+            None
+        ]
+    );
+}

@@ -7,6 +7,7 @@ use serde::Deserialize;
 pub use crate::qos::UtilityCurve;
 
 use crate::core::plan::QueryPlan;
+use crate::core::retain::RetainLimit;
 use crate::core::schema::{Nanos, Schema};
 use crate::generator::{FieldGen, RateProfile};
 use crate::sql::Catalog;
@@ -115,6 +116,8 @@ pub struct StreamSpec {
     /// Field order as in the file; `event_time` set if the stream declares one.
     pub schema: Schema,
     pub source: SourceSpec,
+    /// Recent history kept for ad-hoc queries (`retain:`), if any.
+    pub retain: Option<RetainLimit>,
 }
 
 impl StreamSpec {

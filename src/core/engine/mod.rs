@@ -13,8 +13,10 @@
 use std::sync::Arc;
 
 mod access;
+mod history;
 mod manage;
 
+pub use history::Replay;
 pub use manage::Removal;
 
 use super::batch::Batch;
@@ -86,6 +88,8 @@ struct StreamState {
     observers: Vec<ValueObserver>,
     /// Inputs a source could not parse (`DropReason::Malformed`).
     malformed: u64,
+    /// Recent history, as ingested (before any drop), if the stream retains it.
+    retained: Option<super::retain::Retained>,
 }
 
 #[derive(Debug)]
@@ -162,6 +166,7 @@ impl Engine {
                 drop: DropPoint::new(mix(config.seed, 1 + 2 * i as u64)),
                 observers: Vec::new(),
                 malformed: 0,
+                retained: None,
             })
             .collect();
         let mut engine = Engine {
@@ -301,6 +306,9 @@ impl Engine {
                 }
             }
         }
+        if let Some(r) = &mut self.streams[stream].retained {
+            r.push(offered.map_or(batch, Arc::new));
+        }
     }
 
     /// Installs the shedder's decision; it applies from the next `ingest` on.
@@ -356,6 +364,9 @@ impl Engine {
     /// (sources may stamp tuples before the engine sees them); each query's windows wait
     /// only for its own stream.
     pub fn tick(&mut self, now: Nanos, frontier: impl Fn(usize) -> Nanos) {
+        for r in self.streams.iter_mut().filter_map(|s| s.retained.as_mut()) {
+            r.evict(Some(now));
+        }
         for q in &mut self.queries {
             if q.pipeline.is_windowed() && !q.removed {
                 let now = now.min(frontier(q.stream));
@@ -416,6 +427,7 @@ impl Engine {
                         name: s.def.name.clone(),
                         ingested: s.ingested,
                         dropped,
+                        retained: s.retained.as_ref().map(|r| r.snapshot()),
                     }
                 })
                 .collect(),

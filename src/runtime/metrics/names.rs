@@ -38,6 +38,9 @@ pub const STREAM_MALFORMED: &str = "spillway_stream_malformed_total";
 pub const STREAM_SHED: &str = "spillway_stream_shed_tuples_total";
 pub const STREAM_KEEP: &str = "spillway_stream_keep_ratio";
 pub const STREAM_RATE: &str = "spillway_stream_offered_rate_tuples_per_second";
+pub const STREAM_RETAINED: &str = "spillway_stream_retained_tuples";
+pub const STREAM_RETAINED_BYTES: &str = "spillway_stream_retained_bytes";
+pub const STREAM_RETAINED_EVICTED: &str = "spillway_stream_retained_evicted_tuples_total";
 
 // Per query.
 pub const QUERY_OFFERED: &str = "spillway_query_offered_tuples_total";
@@ -140,6 +143,18 @@ pub const ALL: &[(&str, &str)] = &[
     (
         STREAM_RATE,
         "Offered tuples per second (smoothed), before any drop.",
+    ),
+    (
+        STREAM_RETAINED,
+        "Tuples of recent history the stream holds for ad-hoc queries (`retain:`).",
+    ),
+    (
+        STREAM_RETAINED_BYTES,
+        "Estimated bytes of the retained history (string payloads not counted).",
+    ),
+    (
+        STREAM_RETAINED_EVICTED,
+        "Tuples that aged or were pushed out of the retained history.",
     ),
     (
         QUERY_OFFERED,

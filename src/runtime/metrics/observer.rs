@@ -69,6 +69,9 @@ struct StreamHandles {
     shed: [Counter; 3],
     keep: Gauge,
     rate: Gauge,
+    retained: Gauge,
+    retained_bytes: Gauge,
+    evicted: Counter,
 }
 
 struct QueryHandles {
@@ -176,6 +179,9 @@ impl Handles {
                     }),
                     keep: r.gauge(n::STREAM_KEEP, &l),
                     rate: r.gauge(n::STREAM_RATE, &l),
+                    retained: r.gauge(n::STREAM_RETAINED, &l),
+                    retained_bytes: r.gauge(n::STREAM_RETAINED_BYTES, &l),
+                    evicted: r.counter(n::STREAM_RETAINED_EVICTED, &l),
                 }
             })
             .collect();
@@ -243,6 +249,10 @@ impl Handles {
             for (c, reason) in h.shed.iter().zip(SHED_REASONS) {
                 c.absolute(s.dropped[reason.index()]);
             }
+            let kept = s.retained.unwrap_or_default();
+            h.retained.set(kept.tuples as f64);
+            h.retained_bytes.set(kept.bytes as f64);
+            h.evicted.absolute(kept.evicted);
         }
         for (h, q) in self.queries.iter().zip(&snap.queries) {
             h.offered.absolute(q.offered);
