@@ -13,7 +13,9 @@
 //! Tumbling windows keep one group per (window, key). Sliding windows (`size > slide`)
 //! keep one group per (slice, key), a slice being one slide long: each tuple updates one
 //! slice, and a window's rows are combined from its `size / slide` slices when it closes
-//! (`slices`). Both give the same rows; the per-window path stays as the reference.
+//! (`slices`) through a two-stacks queue of slices (`stacks`), so each slice is combined a
+//! few times over its life, not once per window. Both give the same rows (float sums up to
+//! rounding, see `stacks`); the per-window path stays as the reference.
 
 use crate::core::datum::float_key_bits;
 use std::collections::{BTreeMap, VecDeque};
@@ -26,6 +28,7 @@ use super::interner::Interner;
 
 mod close;
 mod slices;
+mod stacks;
 mod state;
 mod time;
 use crate::core::batch::{Batch, Column};
@@ -215,6 +218,9 @@ impl WindowAggregate {
             if self.slices.is_some() {
                 // Some window of the slice is open iff its latest one is.
                 if start.saturating_add(size) > closed_to {
+                    if let Some(sl) = self.slices.as_deref_mut() {
+                        sl.touch(start);
+                    }
                     let slot = self.slot_for((start, key));
                     pairs.push((slot, row as u32));
                 } else {
@@ -225,6 +231,9 @@ impl WindowAggregate {
             let mut placed = false;
             while start.saturating_add(size) > t {
                 if start.saturating_add(size) > closed_to {
+                    if let Some(sl) = self.slices.as_deref_mut() {
+                        sl.touch(start);
+                    }
                     let slot = self.slot_for((start, key));
                     pairs.push((slot, row as u32));
                     placed = true;
