@@ -166,6 +166,7 @@ pub fn bench(args: BenchArgs) -> Result<ExitCode, Failure> {
         &clock,
     );
     report("drop decision, semantic 32 bins", args.tuples, semantic);
+    super::bench_many::bench_many(&batches, args.tuples, &clock)?;
     drop(batches);
 
     let engine = crate::runtime::assemble::engine_for(&w).map_err(|e| anyhow::anyhow!(e))?;

@@ -70,6 +70,10 @@ pub struct WindowAggregate {
     due: VecDeque<(i64, Nanos)>,
     next_due: i64,
     late: u64,
+    /// Sliding windows only: the newest slice's start and its keys' slots. In-order input
+    /// lands there, and a map of one slice's keys stays in cache where the map of every
+    /// open (slice, key) group does not. Emptied when that slice is freed.
+    hot: (i64, FxHashMap<[i64; MAX_GROUP_KEYS], u32>),
     // Scratch reused across batches.
     pairs: Vec<(u32, u32)>,
     encoded: Vec<Vec<i64>>,
@@ -105,6 +109,7 @@ impl WindowAggregate {
             due: VecDeque::new(),
             next_due: i64::MIN,
             late: 0,
+            hot: (i64::MIN, FxHashMap::default()),
             pairs: Vec::new(),
             encoded: vec![Vec::new(); plan.keys.len()],
         }
@@ -221,7 +226,7 @@ impl WindowAggregate {
                     if let Some(sl) = self.slices.as_deref_mut() {
                         sl.touch(start);
                     }
-                    let slot = self.slot_for((start, key));
+                    let slot = self.hot_slot_for(start, key);
                     pairs.push((slot, row as u32));
                 } else {
                     self.late += 1;
@@ -268,6 +273,24 @@ impl WindowAggregate {
     /// Emits every open window (end of input); their latency counts from `now`.
     pub fn flush(&mut self, now: Nanos, out: &mut Output) {
         self.close(i64::MAX, Some(Due::At(now)), out);
+    }
+
+    /// `slot_for` through the newest slice's cache.
+    #[inline]
+    fn hot_slot_for(&mut self, start: i64, key: [i64; MAX_GROUP_KEYS]) -> u32 {
+        if start > self.hot.0 {
+            self.hot.0 = start;
+            self.hot.1.clear();
+        }
+        if start != self.hot.0 {
+            return self.slot_for((start, key));
+        }
+        if let Some(&s) = self.hot.1.get(&key) {
+            return s;
+        }
+        let s = self.slot_for((start, key));
+        self.hot.1.insert(key, s);
+        s
     }
 
     fn slot_for(&mut self, gk: GroupKey) -> u32 {

@@ -139,6 +139,9 @@ impl WindowAggregate {
                     self.evict_before(a.saturating_add(1), &mut sl);
                     self.slices = Some(sl);
                 }
+                if a == self.hot.0 {
+                    self.hot.1.clear();
+                }
                 let slots = self.windows.pop_first().expect("checked non-empty").1;
                 for slot in slots {
                     self.forget(slot);
