@@ -44,7 +44,7 @@ const HOP_SQL: &str = "SELECT sensor, COUNT(*) AS n, SUM(temp) AS total, AVG(tem
      GROUP BY sensor, HOP(PROCTIME(), INTERVAL '10' MILLISECOND, INTERVAL '1' SECOND)";
 
 /// The benchmark stream: 1000 sensor keys, normal temperatures, event time 1 µs apart.
-fn workload_yaml(tuples: u64, batch_size: usize) -> String {
+fn workload_yaml(tuples: u64, batch_size: usize, sql: &str) -> String {
     format!(
         r#"name: bench-end-to-end
 seed: 7
@@ -61,14 +61,14 @@ streams:
       ts: {{sequence: {{start: 0, step: 1us}}}}
 queries:
   agg:
-    sql: "{AGG_SQL}"
+    sql: "{sql}"
     sink: none
 "#
     )
 }
 
 pub fn bench(args: BenchArgs) -> Result<ExitCode, Failure> {
-    let yaml = workload_yaml(args.tuples, args.batch_size);
+    let yaml = workload_yaml(args.tuples, args.batch_size, AGG_SQL);
     let w = spec::parse(&yaml, "<bench>").map_err(|e| Failure::Other(anyhow::anyhow!("{e}")))?;
     eprintln!(
         "generating {} tuples in batches of {} ...",
@@ -166,6 +166,7 @@ pub fn bench(args: BenchArgs) -> Result<ExitCode, Failure> {
         &clock,
     );
     report("drop decision, semantic 32 bins", args.tuples, semantic);
+    super::bench_many::bench_many(&batches, args.tuples, &clock)?;
     drop(batches);
 
     let engine = crate::runtime::assemble::engine_for(&w).map_err(|e| anyhow::anyhow!(e))?;
@@ -180,6 +181,22 @@ pub fn bench(args: BenchArgs) -> Result<ExitCode, Failure> {
         "(c) live end to end, generator unlimited, query (b)",
         args.tuples,
         r.elapsed,
+    );
+    let hop_yaml = workload_yaml(args.tuples, args.batch_size, HOP_SQL);
+    let hop_w =
+        spec::parse(&hop_yaml, "<bench>").map_err(|e| Failure::Other(anyhow::anyhow!("{e}")))?;
+    let engine = crate::runtime::assemble::engine_for(&hop_w).map_err(|e| anyhow::anyhow!(e))?;
+    let rh = crate::runtime::assemble::run_headless(
+        &hop_w,
+        engine,
+        crate::spec::Policy::none(),
+        None,
+        &mut Observers::default(),
+    )?;
+    report(
+        "(c') live end to end, generator unlimited, query (b') (HOP 10 ms / 1 s)",
+        args.tuples,
+        rh.elapsed,
     );
     report(
         "    generator alone, same thread count as (c)'s source: the ceiling for (c)",
@@ -331,7 +348,7 @@ fn engine_run_observed(
     mut observer: Option<&mut dyn crate::runtime::observe::Observer>,
     tick: Nanos,
 ) -> Result<Measured, Failure> {
-    let yaml = workload_yaml(1, 1024).replace(AGG_SQL, sql);
+    let yaml = workload_yaml(1, 1024, sql);
     let qw = spec::parse(&yaml, "<bench>").map_err(|e| anyhow::anyhow!("{e}"))?;
     let mut engine = engine_for(&qw).map_err(|e| anyhow::anyhow!(e))?;
     let mut controller =

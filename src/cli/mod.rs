@@ -3,6 +3,7 @@
 
 mod bench;
 mod bench_ingest;
+mod bench_many;
 mod calibrate;
 mod check;
 mod control;

@@ -7,15 +7,23 @@
 use super::Scaling;
 
 impl Scaling {
-    /// Makes slot `d` lossy and centred on the shift of lossy slot `s` of `src`: combining
-    /// the source holding a window's first lossy tuple first gives the window the shift
-    /// the per-window path would have taken.
+    /// Makes slot `d` lossy and centred on the shift of lossy slot `s` of `src`: the part
+    /// holding a window's first lossy tuple gives the window the shift the per-window path
+    /// would have taken. Sums `d` already holds are re-centred on the new shift.
     pub fn adopt_shift(&mut self, d: usize, src: &Scaling, s: usize) {
         if !self.lossy[d] {
             self.start(d);
         }
+        let c = self.var[d];
         for (a, b) in self.args.iter_mut().zip(&src.args) {
-            a.shift[d] = b.shift[s];
+            let (old, new) = (a.shift[d], b.shift[s]);
+            // sum c (v - new) = sum c (v - old) + (old - new) sum c, and likewise squared.
+            let delta = old - new;
+            if !old.is_nan() && delta != 0.0 {
+                a.d2[d] += 2.0 * delta * a.d1[d] + delta * delta * c;
+                a.d1[d] += delta * c;
+            }
+            a.shift[d] = new;
         }
     }
 

@@ -13,7 +13,9 @@
 //! Tumbling windows keep one group per (window, key). Sliding windows (`size > slide`)
 //! keep one group per (slice, key), a slice being one slide long: each tuple updates one
 //! slice, and a window's rows are combined from its `size / slide` slices when it closes
-//! (`slices`). Both give the same rows; the per-window path stays as the reference.
+//! (`slices`) through a two-stacks queue of slices (`stacks`), so each slice is combined a
+//! few times over its life, not once per window. Both give the same rows (float sums up to
+//! rounding, see `stacks`); the per-window path stays as the reference.
 
 use crate::core::datum::float_key_bits;
 use std::collections::{BTreeMap, VecDeque};
@@ -26,6 +28,7 @@ use super::interner::Interner;
 
 mod close;
 mod slices;
+mod stacks;
 mod state;
 mod time;
 use crate::core::batch::{Batch, Column};
@@ -67,6 +70,10 @@ pub struct WindowAggregate {
     due: VecDeque<(i64, Nanos)>,
     next_due: i64,
     late: u64,
+    /// Sliding windows only: the newest slice's start and its keys' slots. In-order input
+    /// lands there, and a map of one slice's keys stays in cache where the map of every
+    /// open (slice, key) group does not. Emptied when that slice is freed.
+    hot: (i64, FxHashMap<[i64; MAX_GROUP_KEYS], u32>),
     // Scratch reused across batches.
     pairs: Vec<(u32, u32)>,
     encoded: Vec<Vec<i64>>,
@@ -102,6 +109,7 @@ impl WindowAggregate {
             due: VecDeque::new(),
             next_due: i64::MIN,
             late: 0,
+            hot: (i64::MIN, FxHashMap::default()),
             pairs: Vec::new(),
             encoded: vec![Vec::new(); plan.keys.len()],
         }
@@ -215,7 +223,10 @@ impl WindowAggregate {
             if self.slices.is_some() {
                 // Some window of the slice is open iff its latest one is.
                 if start.saturating_add(size) > closed_to {
-                    let slot = self.slot_for((start, key));
+                    if let Some(sl) = self.slices.as_deref_mut() {
+                        sl.touch(start);
+                    }
+                    let slot = self.hot_slot_for(start, key);
                     pairs.push((slot, row as u32));
                 } else {
                     self.late += 1;
@@ -225,6 +236,9 @@ impl WindowAggregate {
             let mut placed = false;
             while start.saturating_add(size) > t {
                 if start.saturating_add(size) > closed_to {
+                    if let Some(sl) = self.slices.as_deref_mut() {
+                        sl.touch(start);
+                    }
                     let slot = self.slot_for((start, key));
                     pairs.push((slot, row as u32));
                     placed = true;
@@ -259,6 +273,24 @@ impl WindowAggregate {
     /// Emits every open window (end of input); their latency counts from `now`.
     pub fn flush(&mut self, now: Nanos, out: &mut Output) {
         self.close(i64::MAX, Some(Due::At(now)), out);
+    }
+
+    /// `slot_for` through the newest slice's cache.
+    #[inline]
+    fn hot_slot_for(&mut self, start: i64, key: [i64; MAX_GROUP_KEYS]) -> u32 {
+        if start > self.hot.0 {
+            self.hot.0 = start;
+            self.hot.1.clear();
+        }
+        if start != self.hot.0 {
+            return self.slot_for((start, key));
+        }
+        if let Some(&s) = self.hot.1.get(&key) {
+            return s;
+        }
+        let s = self.slot_for((start, key));
+        self.hot.1.insert(key, s);
+        s
     }
 
     fn slot_for(&mut self, gk: GroupKey) -> u32 {

@@ -1,55 +1,42 @@
 //! Sliding windows by slices. A HOP window of size S and slide L is S/L consecutive slices
 //! of length L, and the slice of a tuple is the latest window it belongs to, so each tuple
 //! updates one (slice, key) group instead of S/L (window, key) groups. When a window
-//! closes, its rows are combined from the groups of its slices, and a slice is freed once
-//! its last window has closed.
+//! closes, its slices are queued, the older ones evicted, and its rows read from the
+//! two-stacks queue (`stacks`); a slice is freed once its last window has closed.
 //!
 //! Invariant: a window's rows are those the per-window path gives: a tuple lands in its
 //! slice iff one of its windows is still open, windows already emitted never read it, and
 //! a window's keys come out in the order the window first saw them (the smallest
 //! first-seen sequence number over its slices). Counts, integer sums, MIN and MAX combine
-//! exactly; float sums add slice sums (see `Acc::combine`).
+//! exactly; float sums are grouped by slices (see `stacks`).
 
 use rustc_hash::FxHashMap;
 
 use super::super::approx::Output;
 use super::WindowAggregate;
 use super::close::Due;
-use super::state::GroupState;
+use super::stacks::{Stacks, Table};
 use crate::core::plan::{AggregatePlan, MAX_GROUP_KEYS};
-
-/// No window slot yet for this key.
-const NONE: u32 = u32::MAX;
 
 type Key = [i64; MAX_GROUP_KEYS];
 
-/// What combines slices into windows: a dense id per key of an open slice group (so a
-/// window is combined by indexing arrays, not by hashing), each group's first-seen
-/// sequence number, and scratch for the window being closed.
+/// What combines slices into windows: a dense id per key of an open slice group (so tables
+/// are indexed by arrays, not hashed), each group's first-seen sequence number, the
+/// two-stacks queue of slices and the table of the window being closed.
 #[derive(Debug)]
 pub(super) struct Slices {
     /// Key -> (dense id, open slice groups with this key).
     kids: FxHashMap<Key, (u32, u32)>,
     free_kids: Vec<u32>,
+    /// Per dense id: its key.
+    kid_key: Vec<Key>,
     /// Per slot: its key's dense id and its creation number (first-seen order).
     slot_kid: Vec<u32>,
     slot_seq: Vec<u64>,
     seq: u64,
-    /// The window being closed: one slot per key, in `window`.
-    window: GroupState,
-    /// Per dense key id: its slot in `window`, or `NONE`.
-    wpos: Vec<u32>,
-    /// Per window slot: the key's dense id, its first-seen number, and a source slot
-    /// holding the key.
-    wkid: Vec<u32>,
-    wseq: Vec<u64>,
-    wsrc: Vec<u32>,
-    /// Per window slot: the first lossy tuple's number and its slice slot.
-    wlossy: Vec<(u64, u32)>,
-    /// `(window slot, slice slot)` pairs to combine, the first lossy slice of each lossy
-    /// window slot, and the emission order.
-    pairs: Vec<(u32, u32)>,
-    firsts: Vec<(u32, u32)>,
+    stacks: Stacks,
+    /// The window being closed, and its emission order.
+    window: Table,
     order: Vec<u32>,
 }
 
@@ -58,19 +45,20 @@ impl Slices {
         Slices {
             kids: FxHashMap::default(),
             free_kids: Vec::new(),
+            kid_key: Vec::new(),
             slot_kid: Vec::new(),
             slot_seq: Vec::new(),
             seq: 0,
-            window: GroupState::new(plan),
-            wpos: Vec::new(),
-            wkid: Vec::new(),
-            wseq: Vec::new(),
-            wsrc: Vec::new(),
-            wlossy: Vec::new(),
-            pairs: Vec::new(),
-            firsts: Vec::new(),
+            stacks: Stacks::new(plan),
+            window: Table::new(plan),
             order: Vec::new(),
         }
+    }
+
+    /// A tuple is about to be folded into the slice starting at `start`.
+    #[inline]
+    pub(super) fn touch(&mut self, start: i64) {
+        self.stacks.touch(start);
     }
 
     /// Records a new slice group `slot` with `key` (once per group, not per tuple).
@@ -82,9 +70,10 @@ impl Slices {
         });
         entry.1 += 1;
         let kid = entry.0;
-        if kid as usize >= self.wpos.len() {
-            self.wpos.resize(kid as usize + 1, NONE);
+        if kid as usize >= self.kid_key.len() {
+            self.kid_key.resize(kid as usize + 1, [0; MAX_GROUP_KEYS]);
         }
+        self.kid_key[kid as usize] = *key;
         let s = slot as usize;
         if s >= self.slot_kid.len() {
             self.slot_kid.resize(s + 1, 0);
@@ -146,6 +135,13 @@ impl WindowAggregate {
                 if a.saturating_add(size) > closed_to {
                     break;
                 }
+                if let Some(mut sl) = self.slices.take() {
+                    self.evict_before(a.saturating_add(1), &mut sl);
+                    self.slices = Some(sl);
+                }
+                if a == self.hot.0 {
+                    self.hot.1.clear();
+                }
                 let slots = self.windows.pop_first().expect("checked non-empty").1;
                 for slot in slots {
                     self.forget(slot);
@@ -163,65 +159,58 @@ impl WindowAggregate {
         self.prune_due(first_open_end);
     }
 
+    /// Drops the slices starting before `start` from the queue (before they are freed).
+    fn evict_before(&mut self, start: i64, sl: &mut Slices) {
+        let Slices {
+            slot_kid,
+            slot_seq,
+            stacks,
+            ..
+        } = sl;
+        let windows = &self.windows;
+        let parts = |s: i64| {
+            let slots = windows.get(&s).map_or(&[][..], Vec::as_slice);
+            slots
+                .iter()
+                .map(|&slot| (slot_kid[slot as usize], slot, slot_seq[slot as usize]))
+        };
+        stacks.evict_before(start, &self.plan, &self.state, parts);
+    }
+
     /// Combines the slices of window `[start, end)` and appends its rows to `out`.
     fn emit_window(&mut self, start: i64, end: i64, due_override: Option<Due>, out: &mut Output) {
         let due = self.due_for(end, due_override);
         let mut sl = self.slices.take().expect("sliced operator");
-        sl.pairs.clear();
-        for (_, slots) in self.windows.range(start..end) {
-            for &slot in slots {
-                let kid = sl.slot_kid[slot as usize];
-                let seq = sl.slot_seq[slot as usize];
-                let lossy = self.state.lossy_seq(slot as usize);
-                let mut w = sl.wpos[kid as usize];
-                if w == NONE {
-                    w = sl.wkid.len() as u32;
-                    sl.wpos[kid as usize] = w;
-                    sl.wkid.push(kid);
-                    sl.wseq.push(seq);
-                    sl.wsrc.push(slot);
-                    sl.wlossy.push((lossy, slot));
-                    sl.window.reset(w as usize);
-                } else {
-                    let w = w as usize;
-                    sl.wseq[w] = sl.wseq[w].min(seq);
-                    sl.wlossy[w] = sl.wlossy[w].min((lossy, slot));
-                }
-                sl.pairs.push((w, slot));
+        sl.stacks.refresh(start);
+        self.evict_before(start, &mut sl);
+        let from = sl.stacks.queued_to.max(start);
+        if from < end {
+            for (&s, slots) in self.windows.range(from..end) {
+                let parts = slots
+                    .iter()
+                    .map(|&slot| (sl.slot_kid[slot as usize], slot, sl.slot_seq[slot as usize]));
+                sl.stacks.push(s, &self.state, parts);
             }
         }
-        sl.firsts.clear();
-        for (w, &(lossy, slot)) in sl.wlossy.iter().enumerate() {
-            if lossy != u64::MAX {
-                sl.firsts.push((w as u32, slot));
-            }
-        }
-        sl.window.combine(&self.state, &sl.pairs, &sl.firsts);
+        sl.stacks.queued_to = sl.stacks.queued_to.max(end);
         let Slices {
             window,
-            wpos,
-            wkid,
-            wseq,
-            wsrc,
             order,
+            stacks,
+            kid_key,
             ..
         } = &mut *sl;
+        stacks.window(window);
         order.clear();
-        order.extend(0..wkid.len() as u32);
-        order.sort_unstable_by_key(|&w| wseq[w as usize]);
+        order.extend(0..window.kids.len() as u32);
+        let seq = &window.seq;
+        order.sort_unstable_by_key(|&w| seq[w as usize]);
         let nkeys = self.plan.keys.len();
         for &w in order.iter() {
-            window.emit(w as usize, nkeys, out);
-            let key = self.slot_keys[wsrc[w as usize] as usize].1;
+            window.state.emit(w as usize, nkeys, out);
+            let key = kid_key[window.kids[w as usize] as usize];
             self.push_key_and_bounds(&key, start, end, due, out);
         }
-        for &kid in wkid.iter() {
-            wpos[kid as usize] = NONE;
-        }
-        wkid.clear();
-        wseq.clear();
-        wsrc.clear();
-        sl.wlossy.clear();
         self.slices = Some(sl);
     }
 }

@@ -76,11 +76,6 @@ impl GroupState {
         self.lossy_seq[slot] = u64::MAX;
     }
 
-    /// The number of the first lossy tuple of `slot`, `u64::MAX` if none.
-    pub(super) fn lossy_seq(&self, slot: usize) -> u64 {
-        self.lossy_seq[slot]
-    }
-
     /// Folds the rows of a batch into their slots (`pairs` of `(slot, row)`), `args` being
     /// each call's argument evaluated over the batch; its tuples each survived random
     /// shedding with probability `keep` and semantic drops left `value_keep` of it.
@@ -127,17 +122,18 @@ impl GroupState {
     }
 
     /// Folds slot `s` of `src` into slot `d` of `self` for every `(d, s)` pair, in order:
-    /// the state of `d` becomes that of a slot fed every tuple the sources were fed.
-    /// `firsts` names, per lossy `d`, the source holding its first lossy tuple.
-    pub(super) fn combine(
-        &mut self,
-        src: &GroupState,
-        pairs: &[(u32, u32)],
-        firsts: &[(u32, u32)],
-    ) {
-        for &(d, s) in firsts {
-            self.scaling
-                .adopt_shift(d as usize, &src.scaling, s as usize);
+    /// the state of `d` becomes that of a slot fed every tuple `d` and the sources were
+    /// fed. Associative, so partial windows (a slice, a run of slices) combine in any
+    /// grouping: a slot takes the scaling shift of whichever part holds its first lossy
+    /// tuple, the one the per-window path would have centred on.
+    pub(super) fn combine(&mut self, src: &GroupState, pairs: &[(u32, u32)]) {
+        for &(d, s) in pairs {
+            let (d, s) = (d as usize, s as usize);
+            let first = src.lossy_seq[s];
+            if first < self.lossy_seq[d] {
+                self.scaling.adopt_shift(d, &src.scaling, s);
+                self.lossy_seq[d] = first;
+            }
         }
         for (acc, from) in self.accs.iter_mut().zip(&src.accs) {
             acc.combine(from, pairs);
