@@ -30,6 +30,7 @@ mod locate;
 mod policy;
 mod read;
 mod request;
+mod sink_io;
 mod workload;
 mod workload_io;
 
@@ -59,6 +60,7 @@ pub use duration::{DurationConfig, parse_duration, parse_run_duration};
 pub use error::{SpecError, SpecErrors};
 pub use policy::{Policy, PolicyConfig, load_policy, parse_policy};
 pub use request::{RequestError, parse_qos_request, parse_query_request};
+pub use sink_io::{DEFAULT_SINK_BUFFER, SinkFormatConfig, TcpSinkConfig, TcpSinkSpec};
 pub use workload::{
     Change, ChangeAction, DEFAULT_EXPERIMENT_POLICIES, DEFAULT_IDLE_TIMEOUT, EngineSettings,
     ExperimentSpec, Flow, GeneratorSpec, LatencyTarget, Mode, QosPatch, QosSpec, QuerySpec,
