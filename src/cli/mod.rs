@@ -3,6 +3,7 @@
 
 mod bench;
 mod bench_ingest;
+mod bench_nexmark;
 mod calibrate;
 mod check;
 mod control;
