@@ -204,6 +204,7 @@ pub fn bench(args: BenchArgs) -> Result<ExitCode, Failure> {
         generation,
     );
     super::bench_ingest::bench_ingest(args.tuples / 5)?;
+    super::bench_nexmark::bench_nexmark(args.tuples, args.batch_size)?;
     Ok(ExitCode::SUCCESS)
 }
 

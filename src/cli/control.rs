@@ -13,6 +13,7 @@ use crate::runtime::live::LiveChanges;
 use crate::runtime::manage::{Scripted, script};
 use crate::runtime::outputs::{AddedSink, Outputs};
 use crate::runtime::sink::JsonLines;
+use crate::runtime::sinks::TcpSink;
 use crate::spec::{ChangeAction, SinkSpec, Workload};
 
 /// The environment variable a bearer token may come from.
@@ -79,6 +80,9 @@ pub fn live_changes(
                     (None, SinkSpec::Jsonl(p)) => PathBuf::from(p),
                     (None, SinkSpec::Stdout) => return Ok(AddedSink::Stdout),
                     (None, SinkSpec::None) => return Ok(AddedSink::None),
+                    (None, SinkSpec::Tcp(t)) => {
+                        return Ok(AddedSink::Sink(Box::new(TcpSink::start(t)?)));
+                    }
                 };
                 Ok(AddedSink::Sink(Box::new(JsonLines::create(&path)?)))
             }),

@@ -4,6 +4,7 @@
 mod bench;
 mod bench_ingest;
 mod bench_many;
+mod bench_nexmark;
 mod calibrate;
 mod check;
 mod control;

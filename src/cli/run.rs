@@ -267,7 +267,7 @@ pub fn run(args: RunArgs) -> Result<ExitCode, Failure> {
                 },
                 &mut observers,
             );
-            outputs.flush();
+            outputs.close();
             let wall = clock.since_start();
             let tuples: u64 = report.snapshot.streams.iter().map(|s| s.ingested).sum();
             eprintln!(

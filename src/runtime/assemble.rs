@@ -105,6 +105,11 @@ pub fn sinks_for(w: &Workload, out_dir: Option<&Path>) -> io::Result<Sinks> {
                 route.push(None);
                 continue;
             }
+            (None, SinkSpec::Tcp(t)) => {
+                sinks.push(Box::new(super::sinks::TcpSink::start(t)?));
+                route.push(Some(sinks.len() - 1));
+                continue;
+            }
         };
         match file {
             Some(path) => {

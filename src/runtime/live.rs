@@ -253,7 +253,7 @@ pub fn run_live_managed(
             clock.since_start(),
         );
     }
-    outputs.flush();
+    outputs.close();
     let elapsed = clock.since_start();
     let report = controller.measure(&mut engine, clock.now());
     observers.tick(&TickReport {

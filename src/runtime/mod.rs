@@ -33,6 +33,8 @@ pub mod simulated;
 #[cfg(feature = "shell")]
 pub mod sink;
 #[cfg(feature = "shell")]
+pub mod sinks;
+#[cfg(feature = "shell")]
 pub mod source;
 #[cfg(feature = "shell")]
 pub mod sources;

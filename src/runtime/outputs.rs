@@ -84,6 +84,35 @@ impl<'a> Outputs<'a> {
                 self.undelivered[e.index] += e.batch.len() as u64;
             }
         }
+        self.collect_lost(si, e.index);
+    }
+
+    /// Counts the rows sink `si` lost on its own (a `tcp` sink outliving an outage) as
+    /// undelivered rows of `query`, and reports its note once.
+    fn collect_lost(&mut self, si: usize, query: usize) {
+        let (rows, note) = self.sinks.sinks[si].take_lost();
+        if let Some(n) = self.undelivered.get_mut(query) {
+            *n += rows;
+        }
+        if let Some(message) = note {
+            self.failures.push((query, message));
+        }
+    }
+
+    /// Ends the run's sinks (`Sink::close`: a `tcp` sink delivers what it holds within
+    /// its grace) and counts what they could not deliver.
+    pub fn close(&mut self) {
+        self.flush();
+        for si in 0..self.sinks.sinks.len() {
+            if self.state[si] != State::Open {
+                continue;
+            }
+            let query = self.sinks.route.iter().position(|r| *r == Some(si));
+            if let Err(err) = self.sinks.sinks[si].close() {
+                self.fail(si, query.unwrap_or(0), &err);
+            }
+            self.collect_lost(si, query.unwrap_or(0));
+        }
     }
 
     /// Holds the routes from index `first` on (those `sinks_for` opened for the
@@ -158,10 +187,11 @@ impl<'a> Outputs<'a> {
             if self.state[si] != State::Open {
                 continue;
             }
+            let query = self.sinks.route.iter().position(|r| *r == Some(si));
             if let Err(err) = self.sinks.sinks[si].flush() {
-                let query = self.sinks.route.iter().position(|r| *r == Some(si));
                 self.fail(si, query.unwrap_or(0), &err);
             }
+            self.collect_lost(si, query.unwrap_or(0));
         }
     }
 

@@ -18,6 +18,17 @@ use crate::core::timefmt::Rfc3339Millis;
 pub trait Sink: Send {
     fn write(&mut self, results: &Emitted<'_>) -> io::Result<()>;
     fn flush(&mut self) -> io::Result<()>;
+    /// Rows this sink took but could not deliver since it was last asked, and a note on
+    /// why to report (once per outage). Sinks that fail by returning errors keep the
+    /// default; a sink that outlives outages (`tcp`) counts its losses here.
+    fn take_lost(&mut self) -> (u64, Option<String>) {
+        (0, None)
+    }
+    /// Ends the sink at the end of the run: delivers what it still holds, within a
+    /// deadline of its own. By default a flush.
+    fn close(&mut self) -> io::Result<()> {
+        self.flush()
+    }
 }
 
 /// JSON lines: `{"query":"q","latency_ms":0.42,"col":value,...}` per result row. An

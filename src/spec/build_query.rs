@@ -83,6 +83,12 @@ pub(crate) fn build_query_at(
             }
             SinkSpec::Jsonl(file.clone())
         }
+        Some(SinkConfig::Tcp(t)) => {
+            match super::sink_io::build_tcp_sink(diag, &join(&path, "sink.tcp"), t) {
+                Some(spec) => SinkSpec::Tcp(spec),
+                None => SinkSpec::None,
+            }
+        }
     };
     if diag.count() > before {
         return None;

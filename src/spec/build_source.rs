@@ -158,11 +158,20 @@ fn build_tcp(diag: &mut Diagnostics, path: &str, t: &TcpConfig) -> Option<TcpSpe
             format!("max_connections must be 1 to 10000, got {max_connections}"),
         );
     }
+    if let Some(n) = t.parse_threads
+        && !(1..=64).contains(&n)
+    {
+        diag.at(
+            &join(path, "parse_threads"),
+            format!("parse_threads must be 1 to 64, got {n}"),
+        );
+    }
     (diag.count() == before).then(|| TcpSpec {
         listen: listen.expect("checked"),
         format: format_of(t.format.unwrap_or(FormatConfig::Jsonl)),
         max_line,
         max_connections,
+        parse_threads: t.parse_threads,
     })
 }
 

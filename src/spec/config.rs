@@ -277,8 +277,9 @@ pub struct QueryConfig {
     #[serde(default)]
     pub cost: Option<DurationConfig>,
     /// Where results go: `stdout` (default, one JSON object per line), `none` (discarded,
-    /// still counted), or `{jsonl: path}` (a file of JSON lines; the path is relative to the
-    /// working directory).
+    /// still counted), `{jsonl: path}` (a file of JSON lines; the path is relative to the
+    /// working directory), or `{tcp: {connect: IP:port}}` (JSON lines to a TCP listener,
+    /// reconnecting with backoff; see `TcpSinkConfig`).
     #[serde(default)]
     pub sink: Option<SinkConfig>,
 }
@@ -331,4 +332,5 @@ pub enum SinkConfig {
     Stdout,
     Jsonl(String),
     None,
+    Tcp(super::sink_io::TcpSinkConfig),
 }

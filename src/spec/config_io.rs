@@ -44,6 +44,11 @@ pub struct TcpConfig {
     /// limit is told so in one line and closed at once; it is reported, never queued.
     #[serde(default)]
     pub max_connections: Option<usize>,
+    /// Threads that read and parse connections, 1 to 64 (default: the machine's cores, at
+    /// most 4). Each connection is parsed on one thread at a time, so more threads help
+    /// only with more connections; they share the cores with the engine thread.
+    #[serde(default)]
+    pub parse_threads: Option<usize>,
 }
 
 /// `format:` how lines encode tuples.

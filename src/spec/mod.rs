@@ -31,6 +31,7 @@ mod locate;
 mod policy;
 mod read;
 mod request;
+mod sink_io;
 mod workload;
 mod workload_io;
 
@@ -63,6 +64,7 @@ pub use policy::{Policy, PolicyConfig, load_policy, parse_policy};
 pub use request::{
     QueryMode, RequestError, parse_qos_request, parse_query_request, split_query_mode,
 };
+pub use sink_io::{DEFAULT_SINK_BUFFER, SinkFormatConfig, TcpSinkConfig, TcpSinkSpec};
 pub use workload::{
     Change, ChangeAction, DEFAULT_EXPERIMENT_POLICIES, DEFAULT_IDLE_TIMEOUT, EngineSettings,
     ExperimentSpec, Flow, GeneratorSpec, LatencyTarget, Mode, QosPatch, QosSpec, QuerySpec,

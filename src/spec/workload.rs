@@ -218,6 +218,8 @@ pub enum SinkSpec {
     Jsonl(String),
     /// Discarded (still counted).
     None,
+    /// JSON lines to a TCP listener, reconnecting with backoff.
+    Tcp(super::sink_io::TcpSinkSpec),
 }
 
 /// Quality-of-service settings of a query.

@@ -39,6 +39,8 @@ pub struct TcpSpec {
     pub max_line: usize,
     /// Most connections open at once; at least 1.
     pub max_connections: usize,
+    /// Threads that parse connections, 1 to 64; `None`: the machine's cores, at most 4.
+    pub parse_threads: Option<usize>,
 }
 
 /// A file replayed line by line.

@@ -1,7 +1,9 @@
 //! The TCP source: a listener whose connections each send one tuple per line. Every
 //! connection runs in its own task (a slow or silent one stalls no other) and parses into
-//! its own reused batch; one forwarding task hands batches to the engine, merges malformed
-//! counts into one sampled report per `SAMPLE_EVERY`, and owns the frontier.
+//! its own reused batch, on a runtime of `parse_threads` threads of the source's own, so
+//! several connections parse in parallel; one forwarding task hands batches to the engine,
+//! merges malformed counts into one sampled report per `SAMPLE_EVERY`, and owns the
+//! frontier.
 //!
 //! Frontier invariant: the forwarder never sends a stamp below the highest stamp or
 //! frontier it has already sent (it raises earlier stamps to that floor), so it may move
@@ -120,6 +122,23 @@ impl TcpSource {
                 return;
             }
         };
+        let threads = spec
+            .parse_threads
+            .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get().min(4)));
+        let parse = match tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(threads)
+            .thread_name("spillway-parse")
+            .enable_all()
+            .build()
+        {
+            Ok(rt) => ParseRuntime(Some(rt)),
+            Err(e) => {
+                let _ = ctx
+                    .malformed(0, format!("cannot start parse threads: {e}"))
+                    .await;
+                return;
+            }
+        };
         let shared = Arc::new(Shared {
             ctx,
             schema,
@@ -158,7 +177,18 @@ impl TcpSource {
                             pending.refused_last = Some(peer);
                         } else {
                             shared.active.fetch_add(1, Ordering::AcqRel);
-                            tokio::spawn(serve(shared.clone(), next_id, peer, stream, tx.clone()));
+                            // Registered anew with the parse runtime's reactor there.
+                            if let Ok(stream) = stream.into_std() {
+                                let (sh, tx, id) = (shared.clone(), tx.clone(), next_id);
+                                parse.spawn(async move {
+                                    let _slot = Slot(sh.clone());
+                                    if let Ok(stream) = TcpStream::from_std(stream) {
+                                        serve(sh, id, peer, stream, tx).await;
+                                    }
+                                });
+                            } else {
+                                shared.active.fetch_sub(1, Ordering::AcqRel);
+                            }
                         }
                     }
                     // Out of descriptors and the like: back off, keep serving the others.
@@ -189,6 +219,27 @@ impl TcpSource {
             }
         }
         let _ = report(&shared, &mut pending, spec.max_connections).await;
+    }
+}
+
+/// The connections' runtime. Dropped (on any return of the forwarder) without waiting:
+/// connections see the stop within `FRONTIER_TICK`, and a runtime may not block while
+/// being dropped inside another.
+struct ParseRuntime(Option<tokio::runtime::Runtime>);
+
+impl ParseRuntime {
+    fn spawn(&self, f: impl Future<Output = ()> + Send + 'static) {
+        if let Some(rt) = &self.0 {
+            rt.spawn(f);
+        }
+    }
+}
+
+impl Drop for ParseRuntime {
+    fn drop(&mut self) {
+        if let Some(rt) = self.0.take() {
+            rt.shutdown_background();
+        }
     }
 }
 
@@ -284,7 +335,6 @@ async fn serve(
     stream: TcpStream,
     tx: mpsc::Sender<Msg>,
 ) {
-    let _slot = Slot(shared.clone());
     let s = &*shared;
     let types = s.schema.types();
     let batch_size = s.ctx.batch_size;
