@@ -102,7 +102,7 @@ fn assert_holds(name: &str, c: &Check) {
 /// As `assert_holds`, with the engine at least `busy` busy while shedding.
 fn assert_holds_busy(name: &str, c: &Check, busy: f64) {
     eprintln!(
-        "{name}: {} of {} query-seconds over target, busy {:.3} while shedding, model error {:.3}",
+        "{name}: {} of {} query-seconds over target, busy {:.4} while shedding, model error {:.3}",
         c.over, c.seconds, c.busy, c.model_error
     );
     assert!(
@@ -254,7 +254,8 @@ fn everything_at_once_on_a_step() {
             seed: 7,
         },
     );
-    // Every disturbance at once keeps the engine 84.99% busy while shedding: a hair under
-    // the 85% goal (known, reported), every target still held.
-    assert_holds_busy("all disturbances, step", &check(&r, 8, &[2, 4]), 0.845);
+    // The neighbour leaving at 5 s once left the correction wound down (0.11) by the
+    // backlog it caused, and the engine idle for half a second (84.98% busy in all): the
+    // planner now recovers by a bounded step when nothing is queued.
+    assert_holds("all disturbances, step", &check(&r, 8, &[2, 4]));
 }

@@ -82,7 +82,8 @@ pub struct QosSnapshot {
     pub queries: Vec<QueryQos>,
     /// Busy share of the engine over the last tick, 0..1 (can exceed 1 with several cores).
     pub busy: f64,
-    /// Engine work outside query turns (ingest), ns per second, smoothed.
+    /// Engine work outside query turns (ingest, fan-out), ns per second, smoothed and
+    /// raised at once by a rise of the offered input (ingest scales with it).
     pub overhead: f64,
     /// Ticks whose ledger did not balance (0 unless there is a bug).
     pub violations: u64,
@@ -157,6 +158,10 @@ pub struct Monitor {
     prev_at: Nanos,
     violations: u64,
     overhead: Ewma,
+    /// Offered tuples per second (all streams) over the ticks `overhead` averages: ingest
+    /// and fan-out scale with the offered input, so a surge raises them before the
+    /// average sees it.
+    overhead_rate: Ewma,
     /// Percentile scratch shared by every query.
     scratch: Vec<(u64, u64)>,
 }
@@ -181,6 +186,7 @@ impl Monitor {
             prev_at: start,
             violations: 0,
             overhead: Ewma::new(ALPHA),
+            overhead_rate: Ewma::new(ALPHA),
             scratch: Vec::new(),
         }
     }
@@ -363,15 +369,34 @@ impl Monitor {
         engine.reset_value_counts();
         self.prev = Some(snap.clone());
         self.prev_at = now;
+        let offered: u64 = snap
+            .streams
+            .iter()
+            .map(|s| s.ingested)
+            .sum::<u64>()
+            .saturating_sub(prev.streams.iter().map(|s| s.ingested).sum::<u64>());
+        let smoothed_rate = self
+            .overhead_rate
+            .update(offered as f64 / dt)
+            .unwrap_or(0.0);
+        let rate_now: f64 = streams.iter().map(|s| s.rate).sum();
+        let overhead = self
+            .overhead
+            .update((snap.overhead - prev.overhead) as f64 / dt)
+            .unwrap_or(0.0)
+            // Ingest follows the offered input: a rise the average has not caught up with
+            // raises it at once (never lowered: the average follows falls by itself).
+            * if smoothed_rate > 0.0 {
+                (rate_now / smoothed_rate).clamp(1.0, 4.0)
+            } else {
+                1.0
+            };
         QosSnapshot {
             at: now,
             streams,
             queries,
             busy: busy_total / (dt * 1e9),
-            overhead: self
-                .overhead
-                .update((snap.overhead - prev.overhead) as f64 / dt)
-                .unwrap_or(0.0),
+            overhead,
             violations: self.violations,
             model_error: None,
             model_error_mean: None,

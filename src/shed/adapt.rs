@@ -10,6 +10,12 @@ use super::planner::ShedState;
 const REFIT_TICKS: u32 = 4;
 /// The model must have under-predicted the arriving work by this share to be refitted.
 const REFIT_ERROR: f64 = 0.25;
+/// One refit multiplies the model's costs by at most this: a correction driven to its
+/// floor by a transient (the backlog of a surge's first ticks, a descheduled engine) must
+/// not be locked into the model whole, since only `REFIT_UNDO` per refit takes it back.
+const REFIT_STEP: f64 = 2.0;
+/// "At the lower bound" means within this factor of it.
+const NEAR_FLOOR: f64 = 3.0;
 /// The model scale stays within `[1 / SCALE_LIMIT, SCALE_LIMIT]`.
 const SCALE_LIMIT: f64 = 256.0;
 /// Adaptive headroom: rise per tick with ample slack, fall per tick without.
@@ -38,8 +44,9 @@ pub(super) fn adapt_headroom(state: &mut ShedState, p: &PolicyParams, error: Opt
 }
 
 /// When the correction has sat at a bound for `REFIT_TICKS` ticks, the model absorbs it:
-/// its scale is divided by `m` and `m` restarts at 1 (the same target, but the correction
-/// is free to move again). At the lower bound the model was too optimistic; at the upper
+/// at the lower bound its scale is multiplied by `1 / m`, at most `REFIT_STEP`, and `m` by
+/// the same factor (the same effective model, but the correction is off its bound and
+/// free to move either way). At the lower bound the model was too optimistic; at the upper
 /// bound, while shedding with slack to spare, an earlier refit is undone step by step.
 pub(super) fn refit(
     state: &mut ShedState,
@@ -52,7 +59,9 @@ pub(super) fn refit(
 ) {
     // Only when the model is seen to be wrong (more work arrived than it predicted): a
     // latency held up by a backlog that is already draining at full speed is no reason.
-    let low = m <= p.correction_min * (1.0 + 1e-9) && model_error.is_some_and(|e| e > REFIT_ERROR);
+    // Near the floor rather than on it: the proportional term can lift `m` off the floor
+    // every other tick while the model stays just as wrong.
+    let low = m <= NEAR_FLOOR * p.correction_min && model_error.is_some_and(|e| e > REFIT_ERROR);
     let high = m >= p.correction_max * (1.0 - 1e-9) && shedding && error.is_some_and(|e| e > 0.0);
     state.pinned_low = if low { state.pinned_low + 1 } else { 0 };
     state.pinned_high = if high && state.scale > 1.0 {
@@ -60,17 +69,18 @@ pub(super) fn refit(
     } else {
         0
     };
-    let factor = if state.pinned_low >= REFIT_TICKS {
-        1.0 / m
+    let (factor, restart) = if state.pinned_low >= REFIT_TICKS {
+        let f = (1.0 / m).min(REFIT_STEP);
+        (f, (m * f).min(p.correction_max))
     } else if state.pinned_high >= REFIT_TICKS {
         // Undoes an earlier refit gently (never below the measured costs): a model
         // that was right a moment ago should not swing.
-        (1.0 / state.scale).max(0.8)
+        ((1.0 / state.scale).max(0.8), 1.0)
     } else {
         return;
     };
     state.scale = (state.scale * factor).clamp(1.0 / SCALE_LIMIT, SCALE_LIMIT);
-    state.feedback.reset(1.0);
+    state.feedback.reset(restart);
     state.pinned_low = 0;
     state.pinned_high = 0;
     out.refit = Some(state.scale);

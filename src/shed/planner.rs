@@ -7,7 +7,7 @@ use crate::qos::UtilityCurve;
 use crate::qos::{QueryLoad, StreamLoad, engine_load, loss_utility};
 
 use super::adapt::{adapt_headroom, refit};
-use super::feedback::{Feedback, Gains, latency_error, latency_miss};
+use super::feedback::{Feedback, Gains, MAX_STEP, latency_error, latency_miss};
 use super::greedy::{GreedyQuery, cover};
 use super::input::{PolicyParams, QueryInput, ShedInput, ShedKind};
 use super::model::{Rows, load_at};
@@ -20,6 +20,17 @@ use super::trigger::Trigger;
 /// non-shrinking work takes more than `PAUSE_SHARE` of the machine.
 const PAUSE_KEEP: f64 = 0.1;
 const PAUSE_SHARE: f64 = 0.5;
+/// A pause is kept this many ticks, then the next plan decides afresh: a pause decided on
+/// the first crude estimates of a surge must not last as long as the surge does.
+const PAUSE_REVISIT: u32 = 40;
+/// Caught up: the queued work is under this share of capacity while every latency has
+/// more than `RECOVERY_SLACK` of its target to spare. A correction wound down while a
+/// backlog lasted (a neighbour, a pause) then leaves the engine idle, so it rises by at
+/// least the factor `1 + RECOVERY_STEP` a tick rather than at the integral's pace
+/// (relative, so that a correction the model needs low is not thrown off it).
+const CAUGHT_UP: f64 = 0.01;
+const RECOVERY_SLACK: f64 = 0.3;
+const RECOVERY_STEP: f64 = 0.25;
 /// Below this model error a backlog counts as draining as predicted.
 const DRAINING_ERROR: f64 = 0.1;
 
@@ -36,8 +47,11 @@ pub struct ShedState {
     pub(super) pinned_high: u32,
     /// Adaptive headroom in force (`None` before the first tick: the policy's).
     pub(super) headroom: Option<f64>,
-    /// Queries paused because input drops could not help them; kept while shedding lasts.
+    /// Queries paused because input drops could not help them; kept while shedding lasts,
+    /// revisited every `PAUSE_REVISIT` ticks.
     pub(super) paused: Vec<bool>,
+    /// Ticks since the pauses were last decided afresh.
+    pub(super) pause_age: u32,
     /// Queries switched to whole-key drops; kept while shedding lasts.
     pub(super) by_keys: Vec<bool>,
 }
@@ -53,6 +67,7 @@ impl Default for ShedState {
             pinned_high: 0,
             headroom: None,
             paused: Vec::new(),
+            pause_age: 0,
             by_keys: Vec::new(),
         }
     }
@@ -209,9 +224,18 @@ fn decide(input: &ShedInput, state: &mut ShedState) -> ShedPlan {
     // that no more work than predicted is feeding is not a model error: the correction
     // holds instead of winding down, and the backlog's melt does the work.
     let draining = report.queue > 0.0 && input.model_error.is_some_and(|e| e < DRAINING_ERROR);
-    let m = state
+    let before = state.feedback.correction();
+    let mut m = state
         .feedback
         .update(error.filter(|e| !(draining && *e < 0.0)), gains);
+    if report.queue <= CAUGHT_UP * capacity && error.is_some_and(|e| e > RECOVERY_SLACK) {
+        m = m.max(
+            (before * (1.0 + RECOVERY_STEP))
+                .min(before + MAX_STEP)
+                .min(gains.max),
+        );
+        state.feedback.reset(m);
+    }
     let headroom = adapt_headroom(state, &p, error);
     out.correction = m;
     out.headroom = headroom;
@@ -230,6 +254,15 @@ fn decide(input: &ShedInput, state: &mut ShedState) -> ShedPlan {
         &mut out,
     );
     if out.shedding && p.kind != ShedKind::TailDrop {
+        state.pause_age = if state.paused.contains(&true) {
+            state.pause_age + 1
+        } else {
+            0
+        };
+        if state.pause_age >= PAUSE_REVISIT {
+            state.pause_age = 0;
+            state.paused.clear();
+        }
         allocate(
             input,
             &p,
@@ -241,6 +274,7 @@ fn decide(input: &ShedInput, state: &mut ShedState) -> ShedPlan {
         );
     } else {
         state.paused.clear();
+        state.pause_age = 0;
         state.by_keys.clear();
     }
     out

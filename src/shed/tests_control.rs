@@ -172,7 +172,17 @@ fn a_correction_at_its_bound_refits_the_model_instead_of_staying_pinned() {
     let plans = run_plant(300, 50.0, 2000.0, &mut state);
     let refits: Vec<f64> = plans.iter().filter_map(|p| p.refit).collect();
     assert!(!refits.is_empty(), "no refit");
-    assert!(state.model_scale() > 10.0, "scale {}", state.model_scale());
+    // The model and the correction together account for the error (a refit moves at most
+    // 2x of it into the model, keeping the effective model, so the correction is off its
+    // floor and free to move either way).
+    let last = plans.last().unwrap();
+    assert!(state.model_scale() >= 2.0, "scale {}", state.model_scale());
+    assert!(
+        state.model_scale() / last.correction > 10.0,
+        "scale {} / m {}",
+        state.model_scale(),
+        last.correction
+    );
     // Afterwards the correction is free: not at its floor over the last 50 ticks.
     let tail = &plans[250..];
     assert!(tail.iter().all(|p| p.correction > 0.05 + 1e-9));
