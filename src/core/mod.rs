@@ -14,5 +14,6 @@ pub mod plan;
 pub mod queue;
 pub mod scheduler;
 pub mod schema;
+pub mod shard;
 pub mod stats;
 pub mod timefmt;

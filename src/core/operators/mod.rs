@@ -30,6 +30,7 @@ use super::batch::Batch;
 use super::expr::Expr;
 use super::plan::{PlanBody, QueryPlan, TimeSource};
 use super::schema::{DataType, Nanos};
+use super::shard::ShardFilter;
 
 #[derive(Debug)]
 enum Body {
@@ -95,6 +96,14 @@ pub struct Pipeline {
     used: Vec<bool>,
     /// Scratch: per filtered row, the watermark the unfiltered rows up to it imply.
     prefix: Vec<(i64, Nanos)>,
+    /// With several workers: keeps only the rows of this worker's key shards. It acts as
+    /// a second filter, so the rows of other shards still move the watermark in order.
+    shard: Option<ShardFilter>,
+    /// Scratch: the shard of every row of the batch being processed.
+    shard_of: Vec<u32>,
+    /// Rows of the last processed batch in this worker's shards (all rows unsharded):
+    /// what a simulated worker is charged for.
+    owned_last: usize,
 }
 
 impl Pipeline {
@@ -139,11 +148,24 @@ impl Pipeline {
             body,
             used,
             prefix: Vec::new(),
+            shard: None,
+            shard_of: Vec::new(),
+            owned_last: 0,
             input_types: input_types.to_vec(),
             out_types: plan.output.types(),
             sel: Vec::new(),
             filtered: Batch::new(input_types, 0),
         }
+    }
+
+    /// Keeps only the rows of one worker's key shards from the next batch on.
+    pub fn set_shard(&mut self, shard: ShardFilter) {
+        self.shard = Some(shard);
+    }
+
+    /// Rows of the last processed batch that belong to this worker's shards.
+    pub fn owned_last(&self) -> usize {
+        self.owned_last
     }
 
     pub fn output_types(&self) -> &[DataType] {
@@ -191,19 +213,30 @@ impl Pipeline {
     /// `out`.
     pub fn process(&mut self, input: &Batch, keep: f64, value_keep: f64, out: &mut Output) {
         let unfiltered = input;
-        let (input, filtered_out) = match &self.filter {
-            None => (input, false),
-            Some(f) => {
-                f.select(input, &mut self.sel);
-                if self.sel.len() == input.len() {
-                    (input, false)
-                } else {
-                    self.filtered.clear();
-                    self.filtered.gather_used_from(input, &self.sel, &self.used);
-                    (&self.filtered, true)
+        // Rows of this worker's shards (all rows with one worker) that the filter passes.
+        let mut owned = input.len();
+        let (input, filtered_out) = if self.filter.is_none() && self.shard.is_none() {
+            (input, false)
+        } else {
+            match &self.filter {
+                Some(f) => f.select(input, &mut self.sel),
+                None => {
+                    self.sel.clear();
+                    self.sel.extend(0..input.len() as u32);
                 }
             }
+            if let Some(s) = &self.shard {
+                owned = s.retain(input, &mut self.sel, &mut self.shard_of);
+            }
+            if self.sel.len() == input.len() {
+                (input, false)
+            } else {
+                self.filtered.clear();
+                self.filtered.gather_used_from(input, &self.sel, &self.used);
+                (&self.filtered, true)
+            }
         };
+        self.owned_last = owned;
         match &mut self.body {
             Body::Project(exprs) => {
                 if input.is_empty() {
@@ -219,7 +252,7 @@ impl Pipeline {
             }
             Body::Aggregate(a) => {
                 if self.filter.is_some() {
-                    a.loss.note_filter(unfiltered.len(), input.len());
+                    a.loss.note_filter(owned, input.len());
                 }
                 a.loss.count_kept(input, a.op.closed());
                 if !input.is_empty() {
