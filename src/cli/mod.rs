@@ -3,6 +3,7 @@
 
 mod bench;
 mod bench_ingest;
+mod bench_workers;
 mod calibrate;
 mod check;
 mod control;
@@ -11,6 +12,7 @@ mod produce;
 mod query;
 mod run;
 mod run_tui;
+mod run_workers;
 mod soak;
 
 use std::process::ExitCode;

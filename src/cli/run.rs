@@ -142,6 +142,7 @@ pub fn run(args: RunArgs) -> Result<ExitCode, Failure> {
             "--control-addr with scripted `add` changes is not supported yet: add those queries through the API".into(),
         ));
     }
+    super::run_workers::check(&w, simulated, args.control_addr.is_some(), &changes)?;
     if simulated && args.control_addr.is_some() {
         return Err(Failure::BadInput(
             "--control-addr needs a live run; simulated runs take scripted `changes:`".into(),
@@ -206,6 +207,16 @@ pub fn run(args: RunArgs) -> Result<ExitCode, Failure> {
     };
     let mut outputs = Outputs::new(&mut sinks, w.queries.len()).with_stdout(stdout_sink);
     let summary = match settings {
+        None if w.engine.workers > 1 => super::run_workers::run(
+            &w,
+            policy,
+            sources,
+            args.duration,
+            &stop,
+            &runtime,
+            &mut outputs,
+            &mut observers,
+        )?,
         None => run_live_managed(
             LiveRun {
                 workload: &w,

@@ -87,13 +87,18 @@ pub struct ShardFilter {
 }
 
 impl ShardFilter {
-    /// Keeps in `sel` (ascending row indices of `batch`) the rows this worker owns;
-    /// `scratch` is reused between calls. Returns how many rows of the whole batch it owns.
-    pub fn retain(&self, batch: &Batch, sel: &mut Vec<u32>, scratch: &mut Vec<u32>) -> usize {
-        shards_of(batch, self.column, self.owned.len(), scratch);
-        let owned = scratch.iter().filter(|&&s| self.owned[s as usize]).count();
-        sel.retain(|&i| self.owned[scratch[i as usize] as usize]);
-        owned
+    /// Keeps in `sel` (ascending row indices of `batch`) the rows this worker owns. Only
+    /// the rows in `sel` are hashed.
+    pub fn retain(&self, batch: &Batch, sel: &mut Vec<u32>) {
+        let mask = (self.owned.len() - 1) as u64;
+        let owned = &self.owned;
+        let keep = |h: u64| owned[(h & mask) as usize];
+        match &batch.columns[self.column] {
+            Column::Int(v) => sel.retain(|&i| keep(mix(v[i as usize] as u64))),
+            Column::Float(v) => sel.retain(|&i| keep(mix(float_key_bits(v[i as usize])))),
+            Column::Bool(v) => sel.retain(|&i| keep(mix(v[i as usize] as u64))),
+            Column::Str(v) => sel.retain(|&i| keep(hash_str(&v[i as usize]))),
+        }
     }
 }
 
@@ -114,9 +119,14 @@ mod tests {
             let mut total = 0;
             for w in 0..workers {
                 let mut sel: Vec<u32> = (0..1000).collect();
-                let owned = map.filter(0, w).retain(&b, &mut sel, &mut Vec::new());
-                assert_eq!(owned, sel.len());
-                total += owned;
+                map.filter(0, w).retain(&b, &mut sel);
+                let mut shards = Vec::new();
+                shards_of(&b, 0, 64, &mut shards);
+                assert!(
+                    sel.iter()
+                        .all(|&i| map.owner(shards[i as usize] as usize) == w)
+                );
+                total += sel.len();
                 sel.iter().for_each(|&i| seen[i as usize] += 1);
             }
             assert_eq!(total, 1000);
@@ -124,10 +134,8 @@ mod tests {
         }
         // Keys spread: with 2 workers neither gets less than 40 %.
         let mut sel: Vec<u32> = (0..1000).collect();
-        let n = ShardMap::new(64, 2)
-            .filter(0, 0)
-            .retain(&b, &mut sel, &mut Vec::new());
-        assert!((400..=600).contains(&n), "{n}");
+        ShardMap::new(64, 2).filter(0, 0).retain(&b, &mut sel);
+        assert!((400..=600).contains(&sel.len()), "{}", sel.len());
     }
 
     #[test]

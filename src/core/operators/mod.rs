@@ -99,10 +99,9 @@ pub struct Pipeline {
     /// With several workers: keeps only the rows of this worker's key shards. It acts as
     /// a second filter, so the rows of other shards still move the watermark in order.
     shard: Option<ShardFilter>,
-    /// Scratch: the shard of every row of the batch being processed.
-    shard_of: Vec<u32>,
-    /// Rows of the last processed batch in this worker's shards (all rows unsharded):
-    /// what a simulated worker is charged for.
+    /// This worker's share of the last processed batch's rows (all of them unsharded; with
+    /// a WHERE clause, the owned share of the passed rows scaled to the batch): what a
+    /// simulated worker is charged for.
     owned_last: usize,
 }
 
@@ -149,7 +148,6 @@ impl Pipeline {
             used,
             prefix: Vec::new(),
             shard: None,
-            shard_of: Vec::new(),
             owned_last: 0,
             input_types: input_types.to_vec(),
             out_types: plan.output.types(),
@@ -213,7 +211,10 @@ impl Pipeline {
     /// `out`.
     pub fn process(&mut self, input: &Batch, keep: f64, value_keep: f64, out: &mut Output) {
         let unfiltered = input;
-        // Rows of this worker's shards (all rows with one worker) that the filter passes.
+        // Rows the WHERE clause passes, over the whole batch (what one worker would see).
+        let mut passed = input.len();
+        // This worker's share of the batch's input rows: the rows of its shards among the
+        // passed ones, scaled to the batch (all rows without sharding).
         let mut owned = input.len();
         let (input, filtered_out) = if self.filter.is_none() && self.shard.is_none() {
             (input, false)
@@ -225,8 +226,16 @@ impl Pipeline {
                     self.sel.extend(0..input.len() as u32);
                 }
             }
+            passed = self.sel.len();
             if let Some(s) = &self.shard {
-                owned = s.retain(input, &mut self.sel, &mut self.shard_of);
+                s.retain(input, &mut self.sel);
+                owned = if passed == input.len() {
+                    self.sel.len()
+                } else if passed > 0 {
+                    (input.len() as u64 * self.sel.len() as u64 / passed as u64) as usize
+                } else {
+                    0
+                };
             }
             if self.sel.len() == input.len() {
                 (input, false)
@@ -252,7 +261,7 @@ impl Pipeline {
             }
             Body::Aggregate(a) => {
                 if self.filter.is_some() {
-                    a.loss.note_filter(owned, input.len());
+                    a.loss.note_filter(unfiltered.len(), passed);
                 }
                 a.loss.count_kept(input, a.op.closed());
                 if !input.is_empty() {

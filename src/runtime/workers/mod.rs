@@ -9,7 +9,10 @@
 //! Invariant: for every query, the union of the workers' result rows is the one-worker
 //! result, and each worker's ledger balances on its own.
 
+#[cfg(feature = "shell")]
+pub mod live;
 pub mod merge;
+pub mod report;
 pub mod sim;
 
 use std::sync::Arc;
