@@ -194,3 +194,54 @@ fn under_zipf_skew_the_hot_worker_sheds_and_the_cold_ones_do_not() {
     eprintln!("even: trend busy per worker {busy_even:?} ns, shed per worker {shed_even:?}");
     assert!(shed_even.iter().all(|&s| s == 0), "{shed_even:?}");
 }
+
+#[test]
+fn under_shedding_on_2_workers_count_intervals_cover_the_exact_counts() {
+    // 2.8 cores of work on 2: both workers shed about a third of `trend`'s input.
+    let w = workload(140_000, "{uniform: {min: 0, max: 49}}", 3, "20us", 2);
+    let (_, exact) = run(&w, 1, None);
+    let truth: std::collections::HashMap<String, i64> = (exact.iter())
+        .filter(|r| r.0 == 0)
+        .map(|r| match (&r.3[1], &r.3[3]) {
+            (Scalar::Int(n), ws) => (format!("{:?}/{ws:?}", r.3[0]), *n),
+            other => panic!("{other:?}"),
+        })
+        .collect();
+    let sharded = Sharded::new(2, 64, || engine_for(&w)).unwrap();
+    let sim = ShardedSim {
+        workload: &w,
+        duration: w.duration.unwrap(),
+        costs: w.queries.iter().map(|q| q.cost.unwrap()).collect(),
+        cores: w.engine.cores,
+        policy: Some(random()),
+    };
+    let (mut scaled, mut covered) = (0, 0);
+    let report = run_sharded(&sim, sharded, |_, e| {
+        let Some(a) = e.approx.filter(|_| e.index == 0) else {
+            return;
+        };
+        for i in 0..e.batch.len() {
+            let row = e.batch.row(i, e.types);
+            let Some((lo, hi)) = a.interval(1, i) else {
+                continue;
+            };
+            let Some(&n) = truth.get(&format!("{:?}/{:?}", row[0], row[3])) else {
+                continue;
+            };
+            scaled += 1;
+            covered += usize::from(lo <= n as f64 && n as f64 <= hi);
+        }
+    });
+    let shed: Vec<u64> = report.workers.iter().map(|s| s.queries[0].shed()).collect();
+    eprintln!("coverage: {covered} of {scaled} scaled counts; shed per worker {shed:?}");
+    assert!(shed.iter().all(|&s| s > 0), "both workers shed: {shed:?}");
+    assert!(scaled >= 50, "only {scaled} scaled rows");
+    // 95 % intervals: allow for the few windows a plan change splits.
+    assert!(
+        covered as f64 >= 0.85 * scaled as f64,
+        "{covered} of {scaled}"
+    );
+    for (k, snap) in report.workers.iter().enumerate() {
+        assert!(snap.queries.iter().all(|q| q.balances()), "worker {k}");
+    }
+}

@@ -88,16 +88,26 @@ pub struct ShardFilter {
 
 impl ShardFilter {
     /// Keeps in `sel` (ascending row indices of `batch`) the rows this worker owns. Only
-    /// the rows in `sel` are hashed.
+    /// the rows in `sel` are hashed. Branch-free: which worker owns a row is a coin toss
+    /// the branch predictor cannot learn.
     pub fn retain(&self, batch: &Batch, sel: &mut Vec<u32>) {
         let mask = (self.owned.len() - 1) as u64;
         let owned = &self.owned;
-        let keep = |h: u64| owned[(h & mask) as usize];
+        fn compact(sel: &mut Vec<u32>, mut keep: impl FnMut(usize) -> bool) {
+            let mut j = 0;
+            for k in 0..sel.len() {
+                let i = sel[k];
+                sel[j] = i;
+                j += keep(i as usize) as usize;
+            }
+            sel.truncate(j);
+        }
+        let own = |h: u64| owned[(h & mask) as usize];
         match &batch.columns[self.column] {
-            Column::Int(v) => sel.retain(|&i| keep(mix(v[i as usize] as u64))),
-            Column::Float(v) => sel.retain(|&i| keep(mix(float_key_bits(v[i as usize])))),
-            Column::Bool(v) => sel.retain(|&i| keep(mix(v[i as usize] as u64))),
-            Column::Str(v) => sel.retain(|&i| keep(hash_str(&v[i as usize]))),
+            Column::Int(v) => compact(sel, |i| own(mix(v[i] as u64))),
+            Column::Float(v) => compact(sel, |i| own(mix(float_key_bits(v[i])))),
+            Column::Bool(v) => compact(sel, |i| own(mix(v[i] as u64))),
+            Column::Str(v) => compact(sel, |i| own(hash_str(&v[i]))),
         }
     }
 }
