@@ -1,5 +1,5 @@
 //! A producer pushing about ten times what the engine can take over TCP (a deliberately
-//! dear query: a 2,000-value IN list): the shedder drops at ingest,
+//! dear query: an 8,000-value IN list): the shedder drops at ingest,
 //! memory stays bounded, and every line is accounted for: ingested + shed + malformed =
 //! sent at each stream, and each query's ledger (processed + queue-full + shed) balances.
 //! Its own test binary, so the peak RSS it measures is this run's alone. Each line carries
@@ -25,7 +25,7 @@ const CONNECTIONS: usize = 4;
 const LINES_PER_CONNECTION: usize = 150_000;
 
 fn workload() -> spillway::spec::Workload {
-    let list: Vec<String> = (0..2_000)
+    let list: Vec<String> = (0..8_000)
         .map(|i| (i * 7 + 1_000_000).to_string())
         .collect();
     let text = format!(
@@ -83,7 +83,8 @@ impl Observer for Watch {
 
 /// One producer: `LINES_PER_CONNECTION` JSON lines, built in a small reused buffer and
 /// written as fast as the socket takes them.
-fn produce(addr: SocketAddr, c: usize) {
+fn produce(addr: SocketAddr, c: usize) -> std::time::Duration {
+    let began = std::time::Instant::now();
     let mut s = TcpStream::connect(addr).unwrap();
     let mut buf = Vec::with_capacity(1 << 16);
     for i in 0..LINES_PER_CONNECTION {
@@ -101,6 +102,7 @@ fn produce(addr: SocketAddr, c: usize) {
         }
     }
     s.write_all(&buf).expect("the source reads every line");
+    began.elapsed()
 }
 
 #[test]
@@ -150,14 +152,20 @@ fn ten_times_capacity_is_shed_at_ingest_with_bounded_memory_and_an_exact_ledger(
         &mut Observers::new(vec![&mut watch]),
     );
     runtime.shutdown_timeout(std::time::Duration::from_millis(100));
-    let producers_ok = producers.into_iter().all(|p| p.join().is_ok());
+    let sending: Vec<_> = producers.into_iter().map(|p| p.join()).collect();
+    let producers_ok = sending.iter().all(|p| p.is_ok());
+    let send_secs = sending
+        .iter()
+        .flatten()
+        .map(|d| d.as_secs_f64())
+        .fold(0.0, f64::max);
 
     let s = &summary.snapshot.streams[0];
     let shed_at_ingest = s.dropped[DropReason::ShedRandom as usize];
     let q = &summary.snapshot.queries[0];
     eprintln!(
         "sent {sent}, ingested {}, shed at ingest {shed_at_ingest}, stream drops {:?}, \
-         query {q:?}, stopped {:?} after {:.1} s, peak demand {:.1} x capacity, {} shedding ticks, RSS {} -> peak {} kB",
+         query {q:?}, stopped {:?} after {:.1} s, sent in {send_secs:.2} s, peak demand {:.1} x capacity, {} shedding ticks, RSS {} -> peak {} kB",
         s.ingested,
         s.dropped,
         summary.stopped,
@@ -178,7 +186,16 @@ fn ten_times_capacity_is_shed_at_ingest_with_bounded_memory_and_an_exact_ledger(
     assert_eq!(summary.ledger_violations, 0);
     // The producers pushed far beyond capacity, and the shedder dropped at ingest: most
     // lines never reached a queue.
-    assert!(watch.peak_demand >= 10.0, "demand {}", watch.peak_demand);
+    // Measured, not estimated: the rate the producers offered (every line sent, over the
+    // time the slowest took to send its share) against the rate the query's work allows
+    // (tuples processed per second of busy time). The model's own demand estimate is
+    // printed above but not asserted: it is an estimate, and it moves with the refit rules.
+    let offered_rate = sent as f64 / send_secs.max(1e-9);
+    let capacity = q.processed as f64 / (q.busy as f64 / 1e9).max(1e-9);
+    assert!(
+        offered_rate >= 10.0 * capacity,
+        "offered {offered_rate:.0}/s against a capacity of {capacity:.0}/s"
+    );
     assert!(watch.shedding_ticks > 0);
     assert!(
         shed_at_ingest as f64 >= 0.5 * sent as f64,

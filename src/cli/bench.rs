@@ -26,6 +26,10 @@ pub struct BenchArgs {
     /// Tuples per batch.
     #[arg(long, default_value_t = 1024, value_parser = parse_batch_size)]
     pub batch_size: usize,
+    /// Only measure query (b) on 1 and on this many engine workers over key shards, and
+    /// print `scaling: N workers = X.XXx of 1`.
+    #[arg(long, value_parser = clap::value_parser!(u16).range(2..=64))]
+    pub workers: Option<u16>,
 }
 
 fn parse_batch_size(s: &str) -> Result<usize, String> {
@@ -78,6 +82,10 @@ pub fn bench(args: BenchArgs) -> Result<ExitCode, Failure> {
     let start = clock.since_start();
     let batches = pregenerate(&w, args.tuples, args.batch_size);
     let generation = clock.since_start() - start;
+    if let Some(n) = args.workers {
+        super::bench_workers::scaling(&w, batches, args.tuples, n as usize)?;
+        return Ok(ExitCode::SUCCESS);
+    }
 
     let typed = typed_loop(&batches, &clock);
     report(

@@ -5,6 +5,7 @@ mod bench;
 mod bench_ingest;
 mod bench_many;
 mod bench_nexmark;
+mod bench_workers;
 mod calibrate;
 mod check;
 mod control;
@@ -13,6 +14,7 @@ mod produce;
 mod query;
 mod run;
 mod run_tui;
+mod run_workers;
 mod soak;
 
 use std::process::ExitCode;

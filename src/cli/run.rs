@@ -158,6 +158,7 @@ pub fn run(args: RunArgs) -> Result<ExitCode, Failure> {
         }
     };
     let changes = super::control::scripted(&args.workload, &w)?;
+    super::run_workers::check(&w, simulated, args.control_addr.is_some(), &changes)?;
     if simulated && args.control_addr.is_some() {
         return Err(Failure::BadInput(
             "--control-addr needs a live run; simulated runs take scripted `changes:`".into(),
@@ -226,6 +227,16 @@ pub fn run(args: RunArgs) -> Result<ExitCode, Failure> {
         super::control::hold_scripted_sinks(&mut outputs, &w);
     }
     let summary = match settings {
+        None if w.engine.workers > 1 => super::run_workers::run(
+            &w,
+            policy,
+            sources,
+            args.duration,
+            &stop,
+            &runtime,
+            &mut outputs,
+            &mut observers,
+        )?,
         None => run_live_managed(
             LiveRun {
                 workload: &w,

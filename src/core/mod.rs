@@ -15,5 +15,6 @@ pub mod queue;
 pub mod retain;
 pub mod scheduler;
 pub mod schema;
+pub mod shard;
 pub mod stats;
 pub mod timefmt;

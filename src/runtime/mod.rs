@@ -42,3 +42,4 @@ pub mod status;
 pub mod stop;
 #[cfg(feature = "shell")]
 pub mod tui;
+pub mod workers;

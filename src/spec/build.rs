@@ -173,10 +173,13 @@ fn build_engine(diag: &mut Diagnostics, e: &EngineConfig) -> EngineSettings {
             format!("batch_size {batch_size} is too large: at most 1048576 tuples"),
         );
     }
-    if workers > 1 {
+    if workers > crate::core::shard::DEFAULT_SHARDS {
         diag.at(
             "engine.workers",
-            format!("only 1 engine worker is supported yet, got {workers}"),
+            format!(
+                "at most {} engine workers (one key shard each at least), got {workers}",
+                crate::core::shard::DEFAULT_SHARDS
+            ),
         );
     }
     let tick = match e.tick {

@@ -102,7 +102,10 @@ pub struct EngineConfig {
     /// per-tuple `cost` of each query, reproducible bit for bit.
     #[serde(default)]
     pub mode: Option<Mode>,
-    /// Engine worker threads, at least 1 (default 1).
+    /// Engine worker threads, 1 to 64 (default 1). With N > 1 (live runs), each worker
+    /// runs its own engine and controller on one core; a query grouped by a plain column
+    /// is split over all workers by key (64 key shards), any other query runs whole on one
+    /// worker. Results are the same as with one worker (see docs/workers.md).
     #[serde(default)]
     pub workers: Option<usize>,
     /// How often sources emit what is due and the engine checks windows and load

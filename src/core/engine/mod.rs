@@ -15,9 +15,11 @@ use std::sync::Arc;
 mod access;
 mod history;
 mod manage;
+mod shard;
 
 pub use history::Replay;
 pub use manage::Removal;
+pub use shard::shard_column;
 
 use super::batch::Batch;
 use super::drop::{DropPoint, DropReason};
@@ -233,6 +235,11 @@ impl Engine {
     /// the rest is queued (or rejected as queue-full). Batches are shared, not copied,
     /// unless a drop point keeps only part of one.
     pub fn ingest(&mut self, stream: usize, batch: Batch) {
+        self.ingest_shared(stream, Arc::new(batch));
+    }
+
+    /// `ingest` of a batch that other engines (workers) may share: it is not copied.
+    pub fn ingest_shared(&mut self, stream: usize, batch: Arc<Batch>) {
         debug_assert!(batch.is_consistent());
         let n = batch.len() as u64;
         if n == 0 {
@@ -246,9 +253,9 @@ impl Engine {
         }
         let before = s.drop.dropped;
         // The batch as offered, kept while any reader must learn which rows it lost.
-        let mut offered: Option<Batch> = None;
+        let mut offered: Option<Arc<Batch>> = None;
         let batch = match s.drop.apply(&batch, &mut self.sel) {
-            None => Arc::new(batch),
+            None => batch,
             Some(()) => {
                 let mut kept = Batch::new(&s.types, self.sel.len());
                 kept.gather_from(&batch, &self.sel);
@@ -307,7 +314,7 @@ impl Engine {
             }
         }
         if let Some(r) = &mut self.streams[stream].retained {
-            r.push(offered.map_or(batch, Arc::new));
+            r.push(offered.unwrap_or(batch));
         }
     }
 

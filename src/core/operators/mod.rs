@@ -32,6 +32,7 @@ use super::batch::Batch;
 use super::expr::Expr;
 use super::plan::{PlanBody, QueryPlan, TimeSource};
 use super::schema::{DataType, Nanos};
+use super::shard::ShardFilter;
 
 #[derive(Debug)]
 enum Body {
@@ -97,6 +98,13 @@ pub struct Pipeline {
     used: Vec<bool>,
     /// Scratch: per filtered row, the watermark the unfiltered rows up to it imply.
     prefix: Vec<(i64, Nanos)>,
+    /// With several workers: keeps only the rows of this worker's key shards. It acts as
+    /// a second filter, so the rows of other shards still move the watermark in order.
+    shard: Option<ShardFilter>,
+    /// This worker's share of the last processed batch's rows (all of them unsharded; with
+    /// a WHERE clause, the owned share of the passed rows scaled to the batch): what a
+    /// simulated worker is charged for.
+    owned_last: usize,
 }
 
 impl Pipeline {
@@ -141,11 +149,23 @@ impl Pipeline {
             body,
             used,
             prefix: Vec::new(),
+            shard: None,
+            owned_last: 0,
             input_types: input_types.to_vec(),
             out_types: plan.output.types(),
             sel: Vec::new(),
             filtered: Batch::new(input_types, 0),
         }
+    }
+
+    /// Keeps only the rows of one worker's key shards from the next batch on.
+    pub fn set_shard(&mut self, shard: ShardFilter) {
+        self.shard = Some(shard);
+    }
+
+    /// Rows of the last processed batch that belong to this worker's shards.
+    pub fn owned_last(&self) -> usize {
+        self.owned_last
     }
 
     pub fn output_types(&self) -> &[DataType] {
@@ -193,19 +213,41 @@ impl Pipeline {
     /// `out`.
     pub fn process(&mut self, input: &Batch, keep: f64, value_keep: f64, out: &mut Output) {
         let unfiltered = input;
-        let (input, filtered_out) = match &self.filter {
-            None => (input, false),
-            Some(f) => {
-                f.select(input, &mut self.sel);
-                if self.sel.len() == input.len() {
-                    (input, false)
-                } else {
-                    self.filtered.clear();
-                    self.filtered.gather_used_from(input, &self.sel, &self.used);
-                    (&self.filtered, true)
+        // Rows the WHERE clause passes, over the whole batch (what one worker would see).
+        let mut passed = input.len();
+        // This worker's share of the batch's input rows: the rows of its shards among the
+        // passed ones, scaled to the batch (all rows without sharding).
+        let mut owned = input.len();
+        let (input, filtered_out) = if self.filter.is_none() && self.shard.is_none() {
+            (input, false)
+        } else {
+            match &self.filter {
+                Some(f) => f.select(input, &mut self.sel),
+                None => {
+                    self.sel.clear();
+                    self.sel.extend(0..input.len() as u32);
                 }
             }
+            passed = self.sel.len();
+            if let Some(s) = &self.shard {
+                s.retain(input, &mut self.sel);
+                owned = if passed == input.len() {
+                    self.sel.len()
+                } else if passed > 0 {
+                    (input.len() as u64 * self.sel.len() as u64 / passed as u64) as usize
+                } else {
+                    0
+                };
+            }
+            if self.sel.len() == input.len() {
+                (input, false)
+            } else {
+                self.filtered.clear();
+                self.filtered.gather_used_from(input, &self.sel, &self.used);
+                (&self.filtered, true)
+            }
         };
+        self.owned_last = owned;
         match &mut self.body {
             Body::Project(exprs) => {
                 if input.is_empty() {
@@ -221,7 +263,7 @@ impl Pipeline {
             }
             Body::Aggregate(a) => {
                 if self.filter.is_some() {
-                    a.loss.note_filter(unfiltered.len(), input.len());
+                    a.loss.note_filter(unfiltered.len(), passed);
                 }
                 a.loss.count_kept(input, a.op.closed());
                 if !input.is_empty() {

@@ -1,0 +1,97 @@
+//! One view of N workers: their engine snapshots merged. Counters add, latency histograms
+//! add (percentiles are read from the sum, never averaged), and a query that runs on one
+//! owner worker is taken from that worker alone (the others hold an empty tombstone).
+//!
+//! Every worker is offered every tuple of the streams its queries read, so a keyed query's
+//! merged ledger counts tuple visits: `offered` is the stream's count times the workers it
+//! runs on, and it balances because each worker's ledger does.
+
+use hdrhistogram::Histogram;
+
+use super::Sharded;
+use crate::core::engine::Engine;
+use crate::core::schema::Nanos;
+use crate::core::stats::{EngineSnapshot, QuerySnapshot, latency_histogram};
+
+/// Adds `b`'s counters into `a`.
+fn add_query(a: &mut QuerySnapshot, b: &QuerySnapshot) {
+    a.offered += b.offered;
+    for (x, y) in a.dropped.iter_mut().zip(&b.dropped) {
+        *x += y;
+    }
+    a.busy += b.busy;
+    a.processed += b.processed;
+    a.queued += b.queued;
+    a.late += b.late;
+    a.windows_lost += b.windows_lost;
+    a.results += b.results;
+    if a.processed_values.len() < b.processed_values.len() {
+        a.processed_values.resize(b.processed_values.len(), 0);
+    }
+    for (x, y) in a.processed_values.iter_mut().zip(&b.processed_values) {
+        *x += y;
+    }
+}
+
+/// The latency of query `q` over every worker that runs it.
+pub fn merged_latency(engines: &[&Engine], q: usize) -> Histogram<u64> {
+    let mut h = latency_histogram();
+    for e in engines {
+        if let Some(x) = e.latency_histogram(q) {
+            h.add(x).expect("latency histograms share their bounds");
+        }
+    }
+    h
+}
+
+impl Sharded {
+    /// The workers' snapshots as one: per query, the sum over the workers that run it.
+    /// Streams are counted once (every worker ingests all of them); their drop counters add.
+    pub fn snapshot(&self) -> EngineSnapshot {
+        let snaps: Vec<EngineSnapshot> = self.engines.iter().map(Engine::snapshot).collect();
+        let engines: Vec<&Engine> = self.engines.iter().collect();
+        merge(&snaps, &engines, |w, q| self.runs(w, q))
+    }
+}
+
+/// Merges per-worker snapshots; `runs(w, q)` says whether worker `w` runs query `q`.
+pub fn merge(
+    snaps: &[EngineSnapshot],
+    engines: &[&Engine],
+    runs: impl Fn(usize, usize) -> bool,
+) -> EngineSnapshot {
+    let mut out = snaps[0].clone();
+    for s in &mut out.streams {
+        s.dropped = Default::default();
+    }
+    for snap in snaps {
+        for (a, b) in out.streams.iter_mut().zip(&snap.streams) {
+            for (x, y) in a.dropped.iter_mut().zip(&b.dropped) {
+                *x += y;
+            }
+        }
+    }
+    out.overhead = snaps.iter().map(|s| s.overhead).sum();
+    for (q, merged) in out.queries.iter_mut().enumerate() {
+        let mut first = true;
+        for (w, snap) in snaps.iter().enumerate() {
+            if !runs(w, q) {
+                continue;
+            }
+            if first {
+                *merged = snap.queries[q].clone();
+                first = false;
+            } else {
+                add_query(merged, &snap.queries[q]);
+            }
+        }
+        let h = merged_latency(engines, q);
+        let at = |p: f64| h.value_at_quantile(p) as Nanos;
+        if !h.is_empty() {
+            merged.p50 = at(0.5);
+            merged.p99 = at(0.99);
+            merged.max = h.max() as Nanos;
+        }
+    }
+    out
+}

@@ -1,0 +1,106 @@
+//! N engine workers over key shards (`docs/workers.md`). Every worker owns a whole
+//! `Engine` over every query, and sees every tuple of every stream (the batch is shared,
+//! never copied). A keyed query keeps only its worker's key shards in its pipeline, as a
+//! second filter, so its watermark still moves over every row in order and each group lives
+//! on exactly one worker. A query without a plain-column key runs whole on one owner
+//! worker (a tombstone elsewhere), which keeps its rows and their order exactly as with one
+//! worker.
+//!
+//! Invariant: for every query, the union of the workers' result rows is the one-worker
+//! result, and each worker's ledger balances on its own.
+
+#[cfg(feature = "shell")]
+pub mod live;
+pub mod merge;
+pub mod report;
+pub mod sim;
+
+use std::sync::Arc;
+
+use crate::core::batch::Batch;
+use crate::core::engine::{Engine, shard_column};
+use crate::core::shard::ShardMap;
+
+/// Where one query runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Placement {
+    /// On every worker, each keeping the rows of its shards of this input column.
+    Sharded { column: usize },
+    /// Whole on one worker.
+    Owner(usize),
+}
+
+/// The workers' engines and where each query runs.
+#[derive(Debug)]
+pub struct Sharded {
+    pub engines: Vec<Engine>,
+    pub map: ShardMap,
+    pub placement: Vec<Placement>,
+}
+
+/// Places the queries of `engine` (already built) for `workers` workers: a query with a
+/// plain-column GROUP BY key is sharded, any other one is owned by worker `q % workers`.
+pub fn placement(engine: &Engine, workers: usize) -> Vec<Placement> {
+    (0..engine.query_count())
+        .map(|q| match shard_column(&engine.query_plan(q).body) {
+            Some(column) if workers > 1 => Placement::Sharded { column },
+            _ => Placement::Owner(q % workers),
+        })
+        .collect()
+}
+
+impl Sharded {
+    /// `workers` engines made by `build` (each the same query set), over `shards` virtual
+    /// shards (a power of two, at least `workers`).
+    pub fn new<E>(
+        workers: usize,
+        shards: usize,
+        mut build: impl FnMut() -> Result<Engine, E>,
+    ) -> Result<Sharded, E> {
+        let workers = workers.max(1);
+        let map = ShardMap::new(shards, workers);
+        let mut engines = Vec::with_capacity(workers);
+        let mut placed = Vec::new();
+        for w in 0..workers {
+            let mut e = build()?;
+            placed = placement(&e, workers);
+            for (q, p) in placed.iter().enumerate() {
+                match *p {
+                    Placement::Sharded { column } => e.set_shard(q, map.filter(column, w)),
+                    Placement::Owner(o) if o != w => {
+                        // Before any input: an empty, balanced tombstone.
+                        e.remove_query(q, false, 0, |_| {})
+                            .expect("a fresh query can be removed");
+                    }
+                    Placement::Owner(_) => {}
+                }
+            }
+            engines.push(e);
+        }
+        Ok(Sharded {
+            engines,
+            map,
+            placement: placed,
+        })
+    }
+
+    pub fn workers(&self) -> usize {
+        self.engines.len()
+    }
+
+    /// Offers `batch` of `stream` to every worker, shared.
+    pub fn ingest(&mut self, stream: usize, batch: Batch) {
+        let batch = Arc::new(batch);
+        for e in &mut self.engines {
+            e.ingest_shared(stream, Arc::clone(&batch));
+        }
+    }
+
+    /// Whether worker `w` runs query `q` (a tombstone elsewhere).
+    pub fn runs(&self, w: usize, q: usize) -> bool {
+        match self.placement[q] {
+            Placement::Sharded { .. } => true,
+            Placement::Owner(o) => o == w,
+        }
+    }
+}

@@ -1,0 +1,206 @@
+//! Query cases at several workers: every `tests/queries/*.yaml` case runs on 1, 2 and 4
+//! engine workers over key shards (`runtime::workers`), at several batch sizes, and gives
+//! the rows of one worker: the same bytes in the same order for a query placed on one
+//! owner worker, the same rows sorted for a sharded one (their merge order is free).
+
+use std::path::Path;
+
+use spillway::core::batch::Batch;
+use spillway::core::engine::{Engine, EngineConfig, QueryDef, StreamDef};
+use spillway::core::scheduler::SchedulerKind;
+use spillway::core::schema::{DataType, Field, Scalar, Schema};
+use spillway::runtime::workers::{Placement, Sharded};
+use spillway::sql::{Catalog, plan_query};
+
+const MS: i64 = 1_000_000;
+
+struct Case {
+    schema: Schema,
+    input: Vec<Vec<Scalar>>,
+    sql: String,
+    expect: Option<Vec<Vec<Scalar>>>,
+    error: Option<String>,
+}
+
+fn load(path: &Path) -> Case {
+    let text = std::fs::read_to_string(path).unwrap();
+    let doc: serde_yaml::Value = serde_yaml::from_str(&text).unwrap();
+    let stream = &doc["stream"];
+    let fields: Vec<Field> = stream["schema"]
+        .as_mapping()
+        .expect("stream.schema is a map")
+        .iter()
+        .map(|(k, v)| Field {
+            name: k.as_str().unwrap().to_string(),
+            ty: DataType::parse(v.as_str().unwrap()).expect("known type"),
+        })
+        .collect();
+    let mut schema = Schema::new(fields);
+    schema.event_time = stream["event_time"]
+        .as_str()
+        .map(|n| schema.index_of(n).expect("event_time is a field"));
+    let types = schema.types();
+    let rows = |v: &serde_yaml::Value, types: &[DataType]| -> Vec<Vec<Scalar>> {
+        v.as_sequence()
+            .map(|rows| {
+                rows.iter()
+                    .map(|r| {
+                        let r = r.as_sequence().expect("a row is a list");
+                        assert_eq!(r.len(), types.len(), "row {r:?} vs types {types:?}");
+                        r.iter().zip(types).map(|(v, t)| scalar(v, *t)).collect()
+                    })
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    let input = rows(&doc["input"], &types);
+    let sql = doc["sql"].as_str().expect("sql").to_string();
+    let error = doc["error"].as_str().map(String::from);
+    let expect = if error.is_some() {
+        None
+    } else {
+        let catalog = Catalog {
+            streams: vec![("s".into(), schema.clone())],
+        };
+        let plan = plan_query(&sql, &catalog).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        Some(rows(&doc["expect"], &plan.output.types()))
+    };
+    Case {
+        schema,
+        input,
+        sql,
+        expect,
+        error,
+    }
+}
+
+fn scalar(v: &serde_yaml::Value, t: DataType) -> Scalar {
+    match t {
+        DataType::Int => Scalar::Int(v.as_i64().expect("int")),
+        DataType::Float => Scalar::Float(v.as_f64().expect("float")),
+        DataType::Str => Scalar::Str(v.as_str().expect("string").into()),
+        DataType::Bool => Scalar::Bool(v.as_bool().expect("bool")),
+        DataType::Timestamp => Scalar::Timestamp(v.as_i64().expect("timestamp ms") * MS),
+    }
+}
+
+fn engine(case: &Case) -> Engine {
+    let catalog = Catalog {
+        streams: vec![("s".into(), case.schema.clone())],
+    };
+    let plan = plan_query(&case.sql, &catalog).expect("plans");
+    Engine::new(
+        vec![StreamDef {
+            name: "s".into(),
+            schema: case.schema.clone(),
+        }],
+        vec![QueryDef {
+            name: "q".into(),
+            plan,
+            latency_target: None,
+            weight: 1.0,
+            lossless: false,
+        }],
+        EngineConfig {
+            queue_capacity: 1 << 20,
+            scheduler: SchedulerKind::RoundRobin,
+            seed: 0,
+        },
+    )
+    .unwrap()
+}
+
+/// The rows of `case` on `workers` workers, in emission order (worker by worker at each
+/// step), and where the query was placed.
+fn run(case: &Case, batch_size: usize, workers: usize) -> (Vec<Vec<Scalar>>, Placement) {
+    let mut sharded = Sharded::new(workers, 64, || Ok::<_, ()>(engine(case))).unwrap();
+    let out_types = sharded.engines[0].query_plan(0).output.types();
+    let types = case.schema.types();
+    let mut rows = Vec::new();
+    let mut collect = |s: &mut Sharded, now| {
+        for e in &mut s.engines {
+            e.emit(now, |e| {
+                assert!(e.batch.is_consistent());
+                rows.extend((0..e.batch.len()).map(|i| e.batch.row(i, &out_types)));
+            })
+        }
+    };
+    for (c, chunk) in case.input.chunks(batch_size).enumerate() {
+        let mut b = Batch::new(&types, chunk.len());
+        for (k, row) in chunk.iter().enumerate() {
+            b.push_row((c * batch_size + k) as i64 * MS, row);
+        }
+        sharded.ingest(0, b);
+        let now = ((c + 1) * batch_size) as i64 * MS;
+        for e in &mut sharded.engines {
+            while e.run_turn(now).is_some() {}
+            e.tick(now, |_| now);
+        }
+        collect(&mut sharded, now);
+    }
+    let end = (case.input.len() as i64 + 1) * MS;
+    for e in &mut sharded.engines {
+        e.flush(end);
+    }
+    collect(&mut sharded, end);
+    for snap in sharded.engines.iter().map(Engine::snapshot) {
+        assert!(snap.queries.iter().all(|q| q.balances()), "{snap:?}");
+    }
+    (rows, sharded.placement[0])
+}
+
+fn sorted(mut rows: Vec<Vec<Scalar>>) -> Vec<String> {
+    let mut s: Vec<String> = rows.drain(..).map(|r| format!("{r:?}")).collect();
+    s.sort();
+    s
+}
+
+#[test]
+fn every_query_case_gives_the_same_rows_at_1_2_and_4_workers() {
+    let mut dir: Vec<_> = std::fs::read_dir("tests/queries")
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "yaml"))
+        .collect();
+    dir.sort();
+    let mut failures = Vec::new();
+    let mut sharded_cases = 0;
+    for path in &dir {
+        let case = load(path);
+        if case.error.is_some() {
+            continue;
+        }
+        let expect = case
+            .expect
+            .as_ref()
+            .expect("a case without error expects rows");
+        let name = path.file_stem().unwrap().to_string_lossy();
+        for bs in [1, 7, 1024] {
+            let (one, _) = run(&case, bs, 1);
+            if &one != expect {
+                failures.push(format!("{name} (batch {bs}, 1 worker): {one:?}"));
+            }
+            for workers in [2, 4] {
+                let (got, placed) = run(&case, bs, workers);
+                let same = match placed {
+                    Placement::Owner(_) => got == one,
+                    Placement::Sharded { .. } => sorted(got.clone()) == sorted(one.clone()),
+                };
+                if matches!(placed, Placement::Sharded { .. }) && bs == 1 && workers == 2 {
+                    sharded_cases += 1;
+                }
+                if !same {
+                    failures.push(format!(
+                        "{name} (batch {bs}, {workers} workers, {placed:?}):\n  got  {got:?}\n  want {one:?}"
+                    ));
+                }
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    // Most cases group by a key column: the sharded path is what this test exercises.
+    assert!(
+        sharded_cases >= 6,
+        "only {sharded_cases} cases were sharded"
+    );
+}
