@@ -24,7 +24,7 @@ const PAUSE_SHARE: f64 = 0.5;
 const DRAINING_ERROR: f64 = 0.1;
 
 /// What the planner remembers between ticks.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct ShedState {
     pub(super) trigger: Trigger,
     pub(super) feedback: Feedback,
