@@ -255,7 +255,8 @@ pub fn run_simulated_script(
     let mut rows = vec![0u64; w.queries.len()];
     // Charges the per-row work of what `emit` just handed out, and advances the clock.
     let charge_rows = |engine: &mut Engine, rows: &mut [u64], now: &mut Nanos| {
-        for (q, r) in rows.iter_mut().enumerate() {
+        // Only queries with a row cost are charged (a turn costs idle queries nothing).
+        for (q, r) in rows.iter_mut().enumerate().take(d.row_costs.len()) {
             let row_cost = d.row_costs.get(q).copied().unwrap_or(0).max(0);
             if *r > 0 && row_cost > 0 {
                 let busy = (row_cost as f64 * *r as f64 / d.share_at(*now)).round() as Nanos;
