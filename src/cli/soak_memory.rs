@@ -108,10 +108,10 @@ pub fn memory_soak(
     let w = spec::parse(&text, "<soak>").map_err(|e| anyhow::anyhow!("{e}"))?;
     let engine = engine_for(&w).map_err(|e| anyhow::anyhow!(e))?;
     eprintln!(
-        "spillway soak --memory: 10x overload ({rate} tuples/s, capacity {:.2} M/s) for {:.0} s, policy {}",
+        "spillway soak --memory: 10x overload ({rate} tuples/s, capacity {:.2} M/s) for {:.0} s, policy {:?}",
         capacity / 1e6,
         duration as f64 / 1e9,
-        policy.name
+        policy.params.kind
     );
     let mut m = MemoryWatch {
         targets: w
