@@ -10,12 +10,16 @@ mod calibrate;
 mod check;
 mod control;
 mod experiment;
+mod fuzz;
+mod fuzz_gen;
+mod fuzz_mutate;
 mod produce;
 mod query;
 mod run;
 mod run_tui;
 mod run_workers;
 mod soak;
+mod soak_memory;
 
 use std::process::ExitCode;
 
@@ -54,6 +58,10 @@ enum Command {
     /// (3x, 7x with a sliding window, bursts, a step, a ramp); prints per shape the
     /// seconds over target, p99 against target, busy share while shedding and utility.
     Soak(soak::SoakArgs),
+    /// Structure-aware fuzzing of workloads, SQL and policies: each case is validated and,
+    /// when valid, run briefly on virtual time; fails on a panic, an unlocated error, an
+    /// unbalanced ledger or a case over its time limit, printing the case.
+    Fuzz(fuzz::FuzzArgs),
 }
 
 /// A failed command: bad input (exit 2) or an operational failure (exit 1).
@@ -91,6 +99,7 @@ pub fn main() -> ExitCode {
         Command::Produce(a) => produce::produce(a),
         Command::Query(a) => query::query(a),
         Command::Soak(a) => soak::soak(a),
+        Command::Fuzz(a) => fuzz::fuzz(a),
     };
     match result {
         Ok(code) => code,

@@ -35,6 +35,11 @@ pub struct SoakArgs {
     /// Keep another core busy with a spinning thread (the "other core busy" run).
     #[arg(long)]
     pub busy_neighbour: bool,
+    /// The memory soak instead of the shapes: a 10x overload for --duration (use 10m)
+    /// under --policy, printing RSS over time, p99 per minute and the ledger
+    /// (`soak_memory.rs`).
+    #[arg(long)]
+    pub memory: bool,
 }
 
 mod shapes;
@@ -193,6 +198,10 @@ pub fn soak(args: SoakArgs) -> Result<ExitCode, Failure> {
     }
     let policy = spec::parse_policy(&format!("kind: {}\n", args.policy), "--policy")
         .map_err(|e| Failure::BadInput(e.to_string()))?;
+    if args.memory {
+        let cap = capacity(&workload("unlimited", false))?;
+        return super::soak_memory::memory_soak(args.duration, policy, cap, |r| workload(r, false));
+    }
     let stop = Arc::new(AtomicBool::new(false));
     let neighbour = args.busy_neighbour.then(|| {
         let stop = stop.clone();

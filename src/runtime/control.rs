@@ -15,6 +15,7 @@ use crate::spec::{Policy, QosSpec, Workload};
 
 mod guard;
 mod queries;
+mod rest;
 mod templates;
 
 use templates::{key_columns, rows_shape, window_rule};
@@ -70,6 +71,9 @@ pub struct Controller {
     last: Option<ControlReport>,
     /// Where a policy change asked for during the run (the dashboard's `s`) comes from.
     switch: Option<PolicySwitch>,
+    /// Consecutive ticks that changed nothing but the time, and the planner state before
+    /// the last one (`rest.rs`).
+    rest: rest::Rest,
 }
 
 /// What the control loop saw over a whole run, for the summary.
@@ -137,6 +141,7 @@ impl Controller {
             installed_queue: false,
             last: None,
             switch: None,
+            rest: rest::Rest::default(),
             history: RunHistory {
                 stream_min_keep: vec![1.0; engine.stream_count()],
                 query_min_keep: vec![1.0; engine.query_count()],
@@ -381,6 +386,7 @@ impl Controller {
             stream_keep,
             query_keep,
         };
+        self.note_rest(&report);
         self.last = Some(report.clone());
         report
     }

@@ -228,6 +228,27 @@ impl Monitor {
         self.queries[q].value.as_ref().map(|(h, _, _)| h)
     }
 
+    /// Ticks in the sliding windows.
+    pub fn window_ticks(&self) -> usize {
+        self.window_ticks
+    }
+
+    /// Whether state the snapshot does not show has settled: every value histogram has
+    /// decayed to zero (with no input, each tick multiplies it by `VALUE_DECAY`).
+    pub fn settled(&self) -> bool {
+        self.queries.iter().all(|t| {
+            t.value
+                .as_ref()
+                .is_none_or(|(h, _, _)| h.counts().iter().all(|&c| c == 0.0))
+        })
+    }
+
+    /// Records that identical idle ticks ran up to `last_at` (`Controller::fold_ticks`):
+    /// the next tick measures from there.
+    pub fn fold(&mut self, last_at: Nanos) {
+        self.prev_at = last_at;
+    }
+
     pub fn violations(&self) -> u64 {
         self.violations
     }

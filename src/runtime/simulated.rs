@@ -18,6 +18,8 @@ use super::stop::{StopHandle, StopReason};
 use rand::rngs::SmallRng;
 use rand::{RngExt, SeedableRng};
 
+mod idle;
+
 use crate::core::batch::Batch;
 use crate::core::engine::{Emitted, Engine};
 use crate::core::schema::Nanos;
@@ -253,7 +255,8 @@ pub fn run_simulated_script(
     let mut rows = vec![0u64; w.queries.len()];
     // Charges the per-row work of what `emit` just handed out, and advances the clock.
     let charge_rows = |engine: &mut Engine, rows: &mut [u64], now: &mut Nanos| {
-        for (q, r) in rows.iter_mut().enumerate() {
+        // Only queries with a row cost are charged (a turn costs idle queries nothing).
+        for (q, r) in rows.iter_mut().enumerate().take(d.row_costs.len()) {
             let row_cost = d.row_costs.get(q).copied().unwrap_or(0).max(0);
             if *r > 0 && row_cost > 0 {
                 let busy = (row_cost as f64 * *r as f64 / d.share_at(*now)).round() as Nanos;
@@ -380,6 +383,32 @@ pub fn run_simulated_script(
                 c.guard(&mut engine, now);
             }
         } else if generated_to < duration {
+            // Nothing queued: jump to the next event (`idle.rs`), folding ticks at rest.
+            let next_at = |s: &Source| {
+                let limit = s.spec.count.unwrap_or(u64::MAX);
+                idle::next_due_slice(&s.spec.rate, limit, s.sent, generated_to)
+            };
+            let scripted = script.peek().map_or(Nanos::MAX, |c| c.at);
+            let land = sources
+                .iter()
+                .map(next_at)
+                .fold(idle::slice_reaching(duration, generated_to), Nanos::min)
+                .min(idle::slice_reaching(scripted, generated_to));
+            let tick = w.engine.tick;
+            if tick > 0
+                && land >= next_tick.saturating_add(tick)
+                && !engine.awaits_tick()
+                && controller.as_deref().is_none_or(Controller::at_rest)
+            {
+                // The ticks at or before `land - tick` (the rest run one by one).
+                let n = (land - tick - next_tick) / tick + 1;
+                let last = next_tick + (n - 1) * tick;
+                if let Some(c) = controller.as_deref_mut() {
+                    c.fold_ticks(n as u64, last);
+                }
+                next_tick = last + tick;
+            }
+            generated_to = land.min(idle::slice_reaching(next_tick, generated_to));
             now = now.max(generated_to + SLICE);
         } else {
             break;

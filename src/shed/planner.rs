@@ -35,7 +35,7 @@ const RECOVERY_STEP: f64 = 0.25;
 const DRAINING_ERROR: f64 = 0.1;
 
 /// What the planner remembers between ticks.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct ShedState {
     pub(super) trigger: Trigger,
     pub(super) feedback: Feedback,

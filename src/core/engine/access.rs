@@ -7,6 +7,14 @@ use crate::core::plan::QueryPlan;
 use crate::core::schema::{Nanos, Schema};
 
 impl Engine {
+    /// Whether a `tick` could emit a row: some query has an open arrival-time window.
+    /// When it cannot, and no query has queued input, a tick changes nothing that shows.
+    pub fn awaits_tick(&self) -> bool {
+        self.queries
+            .iter()
+            .any(|q| !q.removed && q.pipeline.awaits_tick())
+    }
+
     pub fn stream_schema(&self, stream: usize) -> &Schema {
         &self.streams[stream].def.schema
     }

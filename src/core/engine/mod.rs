@@ -10,6 +10,7 @@
 //! run. A removed query keeps its slot as a tombstone with its final, balanced ledger, so
 //! every per-query vector (plans, monitor tracks, observers' tables) stays aligned.
 
+use std::collections::BTreeSet;
 use std::sync::Arc;
 
 mod access;
@@ -137,6 +138,11 @@ pub struct Engine {
     queries: Vec<QueryState>,
     scheduler: Scheduler,
     views: Vec<QueueView>,
+    /// Every query with queued input (and maybe some whose queue has since emptied, pruned
+    /// when met): a turn looks at these only, so idle queries cost a turn nothing.
+    queued: BTreeSet<usize>,
+    /// Every query with unemitted results (maybe more): what `emit` visits.
+    unemitted: BTreeSet<usize>,
     names: Vec<Vec<String>>,
     sel: Vec<u32>,
     /// Rows the stream's drop point kept of the batch being ingested.
@@ -176,6 +182,8 @@ impl Engine {
             queries: Vec::with_capacity(queries.len()),
             scheduler: Scheduler::new(config.scheduler),
             views: Vec::new(),
+            queued: BTreeSet::new(),
+            unemitted: BTreeSet::new(),
             names: Vec::new(),
             sel: Vec::new(),
             stream_sel: Vec::new(),
@@ -310,6 +318,8 @@ impl Engine {
                     if let Some(b) = windowed {
                         q.pipeline.note_lost(&b, &[], LossKind::Unscaled);
                     }
+                } else {
+                    self.queued.insert(qi);
                 }
             }
         }
@@ -339,19 +349,44 @@ impl Engine {
 
     /// Whether any query has queued input.
     pub fn has_work(&self) -> bool {
-        self.queries.iter().any(|q| !q.queue.is_empty())
+        self.queued
+            .iter()
+            .any(|&q| !self.queries[q].queue.is_empty())
     }
 
-    /// Runs one batch of the query the scheduler picks.
+    /// The queries with queued input, in index order.
+    pub fn queued_queries(&self) -> impl Iterator<Item = usize> + '_ {
+        self.queued
+            .iter()
+            .copied()
+            .filter(|&q| !self.queries[q].queue.is_empty())
+    }
+
+    /// Runs one batch of the query the scheduler picks. Only queries with queued input are
+    /// looked at (round-robin: one ordered-set lookup).
     pub fn run_turn(&mut self, now: Nanos) -> Option<Turn> {
-        self.views.clear();
-        self.views.extend(self.queries.iter().map(|q| QueueView {
-            depth: q.queue.depth(),
-            oldest_arrival: q.queue.oldest_arrival(),
-            latency_target: q.def.latency_target,
-            weight: q.def.weight,
-        }));
-        let qi = self.scheduler.pick(&self.views, now)?;
+        let queries = &self.queries;
+        let qi = if self.scheduler.kind() == SchedulerKind::RoundRobin {
+            self.scheduler
+                .pick_round_robin(&mut self.queued, queries.len(), |q| {
+                    !queries[q].queue.is_empty()
+                })?
+        } else {
+            self.queued.retain(|&q| !queries[q].queue.is_empty());
+            self.views.clear();
+            self.views.extend(self.queued.iter().map(|&qi| {
+                let q = &queries[qi];
+                QueueView {
+                    index: qi,
+                    depth: q.queue.depth(),
+                    oldest_arrival: q.queue.oldest_arrival(),
+                    latency_target: q.def.latency_target,
+                    weight: q.def.weight,
+                }
+            }));
+            self.scheduler.pick(&self.views, queries.len(), now)?
+        };
+        self.unemitted.insert(qi);
         let q = &mut self.queries[qi];
         let item = q.queue.pop()?;
         if let Some(o) = &mut q.processed_values {
@@ -374,25 +409,32 @@ impl Engine {
         for r in self.streams.iter_mut().filter_map(|s| s.retained.as_mut()) {
             r.evict(Some(now));
         }
-        for q in &mut self.queries {
+        for (qi, q) in self.queries.iter_mut().enumerate() {
             if q.pipeline.is_windowed() && !q.removed {
                 let now = now.min(frontier(q.stream));
                 let bound = q.queue.oldest_arrival().map_or(now, |a| a.min(now));
                 q.pipeline.on_tick(bound, &mut q.out);
+                if !q.out.is_empty() {
+                    self.unemitted.insert(qi);
+                }
             }
         }
     }
 
     /// Emits every open window: call at end of input, after the queues are drained.
     pub fn flush(&mut self, now: Nanos) {
-        for q in &mut self.queries {
+        for (qi, q) in self.queries.iter_mut().enumerate() {
             q.pipeline.flush(now, &mut q.out);
+            if !q.out.is_empty() {
+                self.unemitted.insert(qi);
+            }
         }
     }
 
-    /// Hands every pending result to `sink` as emitted at `now`, recording its latency.
+    /// Hands every pending result to `sink` as emitted at `now`, recording its latency,
+    /// in query order. Visits only the queries that may have results.
     pub fn emit(&mut self, now: Nanos, mut sink: impl FnMut(&Emitted<'_>)) {
-        for index in 0..self.queries.len() {
+        while let Some(index) = self.unemitted.pop_first() {
             self.emit_one(index, now, &mut sink);
         }
     }

@@ -293,6 +293,14 @@ impl Pipeline {
         }
     }
 
+    /// Whether a tick could emit anything (open arrival-time windows).
+    pub fn awaits_tick(&self) -> bool {
+        match &self.body {
+            Body::Aggregate(a) => a.op.awaits_tick(),
+            Body::Project(_) => false,
+        }
+    }
+
     /// Emits all remaining state (end of input).
     pub fn flush(&mut self, now: Nanos, out: &mut Output) {
         if let Body::Aggregate(a) = &mut self.body {

@@ -17,7 +17,7 @@ impl Controller {
     /// query's oldest queued tuple has waited `GUARD` of its latency target, its drop
     /// point's keep is halved at once instead of at the next control tick (at most one cut
     /// per tick; the next plan takes over from there, its feedback seeing the same queue).
-    /// Lossless queries are never cut. Cost: one queue peek per query with a target.
+    /// Lossless queries are never cut. Cost: one queue peek per query with queued input.
     /// Returns whether it cut.
     pub fn guard(&mut self, engine: &mut Engine, now: Nanos) -> bool {
         if !self.guard_armed
@@ -25,8 +25,10 @@ impl Controller {
         {
             return false;
         }
-        let Some(q) = (0..self.targets.len()).find(|&q| {
-            !self.qos[q].as_ref().is_some_and(|s| s.lossless)
+        // Only queries with queued input can be late (in index order, as a full scan).
+        let Some(q) = engine.queued_queries().find(|&q| {
+            q < self.targets.len()
+                && !self.qos[q].as_ref().is_some_and(|s| s.lossless)
                 && self.targets[q].is_some_and(|t| {
                     engine
                         .oldest_queued(q)

@@ -270,6 +270,12 @@ impl WindowAggregate {
         }
     }
 
+    /// Whether a tick could close a window: arrival-time windows are open. Event-time
+    /// windows close on their input's watermark only, never on a tick.
+    pub fn awaits_tick(&self) -> bool {
+        self.plan.time == TimeSource::Arrival && !self.windows.is_empty()
+    }
+
     /// Emits every open window (end of input); their latency counts from `now`.
     pub fn flush(&mut self, now: Nanos, out: &mut Output) {
         self.close(i64::MAX, Some(Due::At(now)), out);
