@@ -268,3 +268,22 @@ fn utility_over_the_run_counts_only_the_ticks_a_query_was_there() {
     assert!(h.utility_ticks[1] < h.ticks && h.utility_ticks[3] < h.ticks);
     assert!(h.utility_ticks[1] > 0 && h.utility_ticks[3] > 0);
 }
+
+#[test]
+fn a_query_the_controller_never_saw_has_no_utility_figures() {
+    // An ad-hoc query over history can come and go between two control ticks.
+    let out = run(OVERLOAD);
+    let mut h = out.history.clone();
+    h.utility_ticks[1] = 0;
+    let text = spillway::runtime::status::shedding_summary(&h, &out.snapshot);
+    let name = &out.snapshot.queries[1].name;
+    assert!(
+        text.contains(&format!("drop point query {name}: no control tick")),
+        "{text}"
+    );
+    let other = &out.snapshot.queries[0].name;
+    assert!(
+        text.contains(&format!("drop point query {other}: lowest keep")),
+        "{text}"
+    );
+}

@@ -220,12 +220,19 @@ pub fn shedding_summary(h: &RunHistory, snap: &EngineSnapshot) -> String {
         let _ = writeln!(s, "    drop point stream {}: lowest keep {:.2}", st.name, k);
     }
     for (i, q) in snap.queries.iter().enumerate() {
+        let ticks = h.utility_ticks.get(i).copied().unwrap_or(h.ticks);
+        if ticks == 0 {
+            // A query that came and went between two control ticks (an ad-hoc query over
+            // history): the controller never saw it, so it has no keep or utility figures.
+            let _ = writeln!(s, "    drop point query {}: no control tick", q.name);
+            continue;
+        }
         let _ = writeln!(
             s,
             "    drop point query {}: lowest keep {:.2}; utility mean {:.2}, lowest {:.2}",
             q.name,
             h.query_min_keep[i],
-            h.utility_sum[i] / h.utility_ticks.get(i).copied().unwrap_or(h.ticks).max(1) as f64,
+            h.utility_sum[i] / ticks as f64,
             h.utility_min[i],
         );
     }
