@@ -85,6 +85,11 @@ pub struct QosSnapshot {
     /// Engine work outside query turns (ingest, fan-out), ns per second, smoothed and
     /// raised at once by a rise of the offered input (ingest scales with it).
     pub overhead: f64,
+    /// Ingest cost per offered tuple, ns (smoothed engine overhead over the smoothed
+    /// offered rate): what every offered tuple costs even when a drop point discards it
+    /// for every query. A drop at a query's drop point saves that query's work only;
+    /// `overhead` is this cost at the current offered rate.
+    pub ingest_cost: f64,
     /// Ticks whose ledger did not balance (0 unless there is a bug).
     pub violations: u64,
     /// The load model checked against what happened: `(measured - predicted) / predicted`
@@ -401,12 +406,18 @@ impl Monitor {
             .update(offered as f64 / dt)
             .unwrap_or(0.0);
         let rate_now: f64 = streams.iter().map(|s| s.rate).sum();
-        let overhead = self
+        let smoothed_overhead = self
             .overhead
             .update((snap.overhead - prev.overhead) as f64 / dt)
-            .unwrap_or(0.0)
-            // Ingest follows the offered input: a rise the average has not caught up with
-            // raises it at once (never lowered: the average follows falls by itself).
+            .unwrap_or(0.0);
+        let ingest_cost = if smoothed_rate > 0.0 {
+            smoothed_overhead / smoothed_rate
+        } else {
+            0.0
+        };
+        // Ingest follows the offered input: a rise the average has not caught up with
+        // raises it at once (never lowered: the average follows falls by itself).
+        let overhead = smoothed_overhead
             * if smoothed_rate > 0.0 {
                 (rate_now / smoothed_rate).clamp(1.0, 4.0)
             } else {
@@ -418,6 +429,7 @@ impl Monitor {
             queries,
             busy: busy_total / (dt * 1e9),
             overhead,
+            ingest_cost,
             violations: self.violations,
             model_error: None,
             model_error_mean: None,

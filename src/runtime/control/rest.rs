@@ -79,6 +79,7 @@ fn same_but_time(a: &ControlReport, b: &ControlReport) -> bool {
         queries,
         busy,
         overhead,
+        ingest_cost,
         violations,
         model_error,
         model_error_mean,
@@ -91,6 +92,7 @@ fn same_but_time(a: &ControlReport, b: &ControlReport) -> bool {
         && *queries == b.qos.queries
         && *busy == b.qos.busy
         && *overhead == b.qos.overhead
+        && *ingest_cost == b.qos.ingest_cost
         && *violations == b.qos.violations
         && *model_error == b.qos.model_error
         && *model_error_mean == b.qos.model_error_mean

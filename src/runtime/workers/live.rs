@@ -130,7 +130,7 @@ fn worker(
             Some(ToWorker::Batch(s, b)) => engine.ingest_shared(s, b),
             Some(ToWorker::Malformed(s, n)) => engine.record_malformed(s, n),
             Some(ToWorker::Tick { at, frontiers }) => {
-                engine.tick(at, |s| frontiers[s]);
+                engine.tick_timed(at, |s| frontiers[s], || clock.now());
                 send_rows(&out, &mut engine, clock.now());
                 let report = controller.tick(&mut engine, clock.now(), w);
                 let _ = out.send(FromWorker::Report {

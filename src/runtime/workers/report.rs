@@ -95,6 +95,8 @@ pub fn merge_reports(
         queries,
         busy: reports.iter().map(|r| r.qos.busy).sum(),
         overhead: reports.iter().map(|r| r.qos.overhead).sum(),
+        ingest_cost: reports.iter().map(|r| r.qos.ingest_cost).sum::<f64>()
+            / reports.len().max(1) as f64,
         violations: reports.iter().map(|r| r.qos.violations).sum(),
         model_error: reports
             .iter()
