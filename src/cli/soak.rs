@@ -42,7 +42,7 @@ pub struct SoakArgs {
     pub memory: bool,
 }
 
-mod shapes;
+pub(super) mod shapes;
 
 use shapes::{ISSUE, SHAPES, shape, workload};
 
@@ -200,7 +200,9 @@ pub fn soak(args: SoakArgs) -> Result<ExitCode, Failure> {
         .map_err(|e| Failure::BadInput(e.to_string()))?;
     if args.memory {
         let cap = capacity(&workload("unlimited", false))?;
-        return super::soak_memory::memory_soak(args.duration, policy, cap, |r| workload(r, false));
+        return super::soak_memory::memory_soak(args.duration, policy, cap, |r| {
+            super::soak_memory::as_a_user_runs(&workload(r, false))
+        });
     }
     let stop = Arc::new(AtomicBool::new(false));
     let neighbour = args.busy_neighbour.then(|| {

@@ -1,7 +1,7 @@
 //! Chooses which query with queued input runs the next batch. Closed set of policies,
 //! dispatched with `match`; the scheduler reads queue views and never touches tuples.
 
-use std::collections::BTreeSet;
+use super::indexset::IndexSet;
 
 use super::schema::Nanos;
 
@@ -88,21 +88,17 @@ impl Scheduler {
     /// met without work are dropped from `queued`. `count`: queries in all.
     pub fn pick_round_robin(
         &mut self,
-        queued: &mut BTreeSet<usize>,
+        queued: &mut IndexSet,
         count: usize,
         has_work: impl Fn(usize) -> bool,
     ) -> Option<usize> {
         loop {
-            let i = queued
-                .range(self.next..)
-                .next()
-                .or_else(|| queued.first())
-                .copied()?;
+            let i = queued.next_from(self.next).or_else(|| queued.first())?;
             if has_work(i) {
                 self.next = (i + 1) % count.max(1);
                 return Some(i);
             }
-            queued.remove(&i);
+            queued.remove(i);
         }
     }
 }
@@ -198,7 +194,7 @@ mod tests {
                 Scheduler::new(kind),
                 Scheduler::new(kind),
             );
-            let mut queued: BTreeSet<usize> = (0..d.len()).collect();
+            let mut queued: IndexSet = (0..d.len()).collect();
             loop {
                 let views = |all: bool| -> Vec<QueueView> {
                     (0..d.len())

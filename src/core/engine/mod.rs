@@ -10,7 +10,6 @@
 //! run. A removed query keeps its slot as a tombstone with its final, balanced ledger, so
 //! every per-query vector (plans, monitor tracks, observers' tables) stays aligned.
 
-use std::collections::BTreeSet;
 use std::sync::Arc;
 
 mod access;
@@ -24,6 +23,7 @@ pub use shard::shard_column;
 
 use super::batch::Batch;
 use super::drop::{DropPoint, DropReason};
+use super::indexset::IndexSet;
 pub use super::ingest::{DropRules, ValueObserver};
 use super::ingest::{add, diff, loss_kind, mix, observe, share_left};
 use super::operators::{LossKind, Output, Pipeline, ResultApprox};
@@ -140,9 +140,9 @@ pub struct Engine {
     views: Vec<QueueView>,
     /// Every query with queued input (and maybe some whose queue has since emptied, pruned
     /// when met): a turn looks at these only, so idle queries cost a turn nothing.
-    queued: BTreeSet<usize>,
+    queued: IndexSet,
     /// Every query with unemitted results (maybe more): what `emit` visits.
-    unemitted: BTreeSet<usize>,
+    unemitted: IndexSet,
     names: Vec<Vec<String>>,
     sel: Vec<u32>,
     /// Rows the stream's drop point kept of the batch being ingested.
@@ -182,8 +182,8 @@ impl Engine {
             queries: Vec::with_capacity(queries.len()),
             scheduler: Scheduler::new(config.scheduler),
             views: Vec::new(),
-            queued: BTreeSet::new(),
-            unemitted: BTreeSet::new(),
+            queued: IndexSet::new(),
+            unemitted: IndexSet::new(),
             names: Vec::new(),
             sel: Vec::new(),
             stream_sel: Vec::new(),
@@ -351,14 +351,13 @@ impl Engine {
     pub fn has_work(&self) -> bool {
         self.queued
             .iter()
-            .any(|&q| !self.queries[q].queue.is_empty())
+            .any(|q| !self.queries[q].queue.is_empty())
     }
 
     /// The queries with queued input, in index order.
     pub fn queued_queries(&self) -> impl Iterator<Item = usize> + '_ {
         self.queued
             .iter()
-            .copied()
             .filter(|&q| !self.queries[q].queue.is_empty())
     }
 
@@ -372,9 +371,9 @@ impl Engine {
                     !queries[q].queue.is_empty()
                 })?
         } else {
-            self.queued.retain(|&q| !queries[q].queue.is_empty());
+            self.queued.retain(|q| !queries[q].queue.is_empty());
             self.views.clear();
-            self.views.extend(self.queued.iter().map(|&qi| {
+            self.views.extend(self.queued.iter().map(|qi| {
                 let q = &queries[qi];
                 QueueView {
                     index: qi,
