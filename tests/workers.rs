@@ -76,6 +76,22 @@ fn run(case: &Case, batch_size: usize, workers: usize) -> (Vec<Vec<Scalar>>, Pla
     for snap in sharded.engines.iter().map(Engine::snapshot) {
         assert!(snap.queries.iter().all(|q| q.balances()), "{snap:?}");
     }
+    // A keyed query's stream is split by shard before the workers: the ledgers count
+    // tuples, each offered to one worker, exactly, per worker and merged.
+    let n = case.input.len() as u64;
+    let merged = sharded.snapshot();
+    assert!(merged.queries[0].balances(), "{merged:?}");
+    if workers > 1 && matches!(sharded.placement[0], Placement::Sharded { .. }) {
+        assert!(sharded.routed(0));
+        let parts: Vec<u64> = (sharded.engines.iter())
+            .map(|e| e.snapshot().queries[0].offered)
+            .collect();
+        assert_eq!(parts.iter().sum::<u64>(), n, "{parts:?}");
+        assert_eq!(merged.queries[0].offered, n);
+        assert_eq!(merged.streams[0].ingested, n);
+    } else {
+        assert!(!sharded.routed(0));
+    }
     (rows, sharded.placement[0])
 }
 

@@ -11,7 +11,20 @@ use spillway::spec::{self, Policy, Workload, parse_policy};
 const S: i64 = 1_000_000_000;
 
 fn workload(rate: u64, zipf: &str, secs: u64, cost: &str, cores: u32) -> Workload {
-    let text = format!(
+    let text = workload_text(rate, zipf, secs, cost, cores);
+    spec::parse(&text, "workers.yaml").unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// The same workload with only the keyed `trend` query: its stream is split by shard
+/// before the workers.
+fn keyed_workload(rate: u64, keys: &str, secs: u64, cost: &str, cores: u32) -> Workload {
+    let text = workload_text(rate, keys, secs, cost, cores);
+    let text = &text[..text.find("  alerts:").unwrap()];
+    spec::parse(text, "workers.yaml").unwrap_or_else(|e| panic!("{e}"))
+}
+
+fn workload_text(rate: u64, zipf: &str, secs: u64, cost: &str, cores: u32) -> String {
+    format!(
         r#"name: workers
 seed: 3
 duration: {secs}s
@@ -46,8 +59,7 @@ queries:
     qos: {{latency: {{p99: 1500ms}}}}
     cost: 20ns
 "#
-    );
-    spec::parse(&text, "workers.yaml").unwrap_or_else(|e| panic!("{e}"))
+    )
 }
 
 /// (query, emitted at, latency, values) of every result row.
@@ -244,4 +256,74 @@ fn under_shedding_on_2_workers_count_intervals_cover_the_exact_counts() {
     for (k, snap) in report.workers.iter().enumerate() {
         assert!(snap.queries.iter().all(|q| q.balances()), "worker {k}");
     }
+}
+
+#[test]
+fn a_stream_split_by_shard_gives_the_same_rows_and_ledgers_count_tuples() {
+    // Without shedding: the same rows at 1, 2 and 4 workers.
+    let w = keyed_workload(200_000, "{uniform: {min: 0, max: 199}}", 2, "800ns", 2);
+    let (one, rows1) = run(&w, 1, None);
+    let tuples = one.merged.streams[0].ingested;
+    assert!(tuples > 300_000, "{tuples}");
+    for workers in [2, 4] {
+        let sharded = Sharded::new(workers, 64, || engine_for(&w)).unwrap();
+        assert!(sharded.routed(0));
+        let (r, rows) = run(&w, workers, None);
+        assert_eq!(sorted(&rows, 0), sorted(&rows1, 0), "at {workers}");
+        // Each tuple reaches one worker: offered adds up to the stream's tuples.
+        let parts: Vec<u64> = r.workers.iter().map(|s| s.queries[0].offered).collect();
+        assert_eq!(parts.iter().sum::<u64>(), tuples, "{parts:?}");
+        assert!(parts.iter().all(|&p| p > 0), "{parts:?}");
+        assert_eq!(r.merged.queries[0].offered, tuples);
+        assert_eq!(r.merged.streams[0].ingested, tuples);
+    }
+    // Under shedding (2.8 cores of work on 2): the scaled counts' intervals cover the
+    // exact counts, and every ledger balances per worker and merged, in tuples.
+    let w = keyed_workload(140_000, "{uniform: {min: 0, max: 49}}", 3, "20us", 2);
+    let (exact, rows) = run(&w, 1, None);
+    let truth: std::collections::HashMap<String, i64> = (rows.iter())
+        .map(|r| match &r.3[1] {
+            Scalar::Int(n) => (format!("{:?}/{:?}", r.3[0], r.3[3]), *n),
+            other => panic!("{other:?}"),
+        })
+        .collect();
+    let tuples = exact.merged.streams[0].ingested;
+    let sharded = Sharded::new(2, 64, || engine_for(&w)).unwrap();
+    let sim = ShardedSim {
+        workload: &w,
+        duration: w.duration.unwrap(),
+        costs: w.queries.iter().map(|q| q.cost.unwrap()).collect(),
+        cores: w.engine.cores,
+        policy: Some(random()),
+    };
+    let (mut scaled, mut covered) = (0, 0);
+    let report = run_sharded(&sim, sharded, |_, e| {
+        let Some(a) = e.approx else { return };
+        for i in 0..e.batch.len() {
+            let row = e.batch.row(i, e.types);
+            let (Some((lo, hi)), Some(&n)) = (
+                a.interval(1, i),
+                truth.get(&format!("{:?}/{:?}", row[0], row[3])),
+            ) else {
+                continue;
+            };
+            scaled += 1;
+            covered += usize::from(lo <= n as f64 && n as f64 <= hi);
+        }
+    });
+    let shed: Vec<u64> = report.workers.iter().map(|s| s.queries[0].shed()).collect();
+    eprintln!("split: coverage {covered} of {scaled}; shed per worker {shed:?}");
+    assert!(shed.iter().all(|&s| s > 0), "both workers shed: {shed:?}");
+    assert!(scaled >= 50, "only {scaled} scaled rows");
+    assert!(
+        covered as f64 >= 0.85 * scaled as f64,
+        "{covered} of {scaled}"
+    );
+    for (k, snap) in report.workers.iter().enumerate() {
+        assert!(snap.queries.iter().all(|q| q.balances()), "worker {k}");
+    }
+    let merged = &report.merged.queries[0];
+    assert!(merged.balances(), "{merged:?}");
+    assert_eq!(merged.offered, tuples);
+    assert_eq!(report.merged.streams[0].ingested, tuples);
 }

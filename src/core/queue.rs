@@ -7,6 +7,7 @@ use std::sync::Arc;
 
 use super::batch::Batch;
 use super::schema::Nanos;
+use super::shard::RoutedTime;
 
 /// Outcome of offering a batch: a full queue is an expected condition, not an error.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -25,6 +26,9 @@ pub struct Queued {
     /// Share of the offered batch that semantic drops left (1 when none dropped): results
     /// built from it are incomplete by design and say so, but are not scaled.
     pub value_keep: f64,
+    /// For a batch split by shard before the workers: the stream's event time its rows
+    /// cannot see (`RoutedTime`); `None` when the batch holds every row of the stream.
+    pub time: Option<Arc<RoutedTime>>,
 }
 
 #[derive(Debug)]

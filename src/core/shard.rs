@@ -5,6 +5,7 @@
 
 use super::batch::{Batch, Column};
 use super::datum::float_key_bits;
+use super::schema::Nanos;
 
 /// The default number of virtual shards (a power of two).
 pub const DEFAULT_SHARDS: usize = 64;
@@ -108,6 +109,29 @@ impl ShardFilter {
             Column::Float(v) => compact(sel, |i| own(mix(float_key_bits(v[i])))),
             Column::Bool(v) => compact(sel, |i| own(mix(v[i] as u64))),
             Column::Str(v) => compact(sel, |i| own(hash_str(&v[i]))),
+        }
+    }
+}
+
+/// The event time a worker's rows of a routed batch cannot see: split by shard before the
+/// workers, a worker gets only its rows, and with them, per row, the largest time (and its
+/// arrival) among all the stream's rows up to it, whichever worker got them, and `tail`,
+/// that largest time at the end of the batch. The window operator moves its watermark by
+/// these, so windows close and rows are late exactly as on one worker.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct RoutedTime {
+    /// Per row of the routed batch: (largest time so far, its arrival).
+    pub prefix: Vec<(i64, Nanos)>,
+    /// The largest time over the stream at the end of the batch, and its arrival.
+    pub tail: (i64, Nanos),
+}
+
+impl RoutedTime {
+    /// The entries of the rows `sel` (ascending) keep, for a batch a drop point cut.
+    pub fn gather(&self, sel: &[u32]) -> RoutedTime {
+        RoutedTime {
+            prefix: sel.iter().map(|&i| self.prefix[i as usize]).collect(),
+            tail: self.tail,
         }
     }
 }

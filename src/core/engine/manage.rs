@@ -94,8 +94,13 @@ impl Engine {
         let mut rows_dropped = 0;
         if flush {
             while let Some(item) = st.queue.pop() {
-                st.pipeline
-                    .process(&item.batch, item.keep, item.value_keep, &mut st.out);
+                st.pipeline.process_routed(
+                    &item.batch,
+                    item.keep,
+                    item.value_keep,
+                    item.time.as_deref(),
+                    &mut st.out,
+                );
                 st.stats.processed += item.batch.len() as u64;
             }
             st.pipeline.flush(now, &mut st.out);

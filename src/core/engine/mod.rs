@@ -31,6 +31,7 @@ use super::plan::QueryPlan;
 use super::queue::{Admit, InputQueue, Queued};
 use super::scheduler::{QueueView, Scheduler, SchedulerKind};
 use super::schema::{DataType, Nanos, Schema};
+use super::shard::RoutedTime;
 use super::stats::{EngineSnapshot, QuerySnapshot, QueryStats, StreamSnapshot};
 
 /// A stream the engine accepts input for.
@@ -248,6 +249,17 @@ impl Engine {
 
     /// `ingest` of a batch that other engines (workers) may share: it is not copied.
     pub fn ingest_shared(&mut self, stream: usize, batch: Arc<Batch>) {
+        self.ingest_routed(stream, batch, None);
+    }
+
+    /// `ingest_shared` of a worker's rows of a batch split by shard (`time`: the stream's
+    /// event time those rows cannot see; `None` for a whole batch).
+    pub fn ingest_routed(
+        &mut self,
+        stream: usize,
+        batch: Arc<Batch>,
+        time: Option<Arc<RoutedTime>>,
+    ) {
         debug_assert!(batch.is_consistent());
         let n = batch.len() as u64;
         if n == 0 {
@@ -262,6 +274,7 @@ impl Engine {
         let before = s.drop.dropped;
         // The batch as offered, kept while any reader must learn which rows it lost.
         let mut offered: Option<Arc<Batch>> = None;
+        let mut time = time;
         let batch = match s.drop.apply(&batch, &mut self.sel) {
             None => batch,
             Some(()) => {
@@ -269,6 +282,7 @@ impl Engine {
                 kept.gather_from(&batch, &self.sel);
                 std::mem::swap(&mut self.stream_sel, &mut self.sel);
                 offered = Some(batch);
+                time = time.map(|t| Arc::new(t.gather(&self.stream_sel)));
                 Arc::new(kept)
             }
         };
@@ -287,12 +301,13 @@ impl Engine {
                 continue;
             }
             let before = q.drop.dropped;
-            let kept = match q.drop.apply(&batch, &mut self.sel) {
-                None => batch.clone(),
+            let (kept, kept_time) = match q.drop.apply(&batch, &mut self.sel) {
+                None => (batch.clone(), time.clone()),
                 Some(()) => {
                     let mut kept = Batch::new(types, self.sel.len());
                     kept.gather_from(&batch, &self.sel);
-                    Arc::new(kept)
+                    let t = time.as_ref().map(|t| Arc::new(t.gather(&self.sel)));
+                    (Arc::new(kept), t)
                 }
             };
             let query_shed = diff(&q.drop.dropped, &before);
@@ -308,6 +323,7 @@ impl Engine {
                 // decisions come first there), multiplied along the way.
                 value_keep: share_left(n, &stream_shed)
                     * share_left(batch.len() as u64, &query_shed),
+                time: kept_time,
             };
             add(&mut q.stats.dropped, &query_shed);
             let len = item.batch.len() as u64;
@@ -391,8 +407,13 @@ impl Engine {
         if let Some(o) = &mut q.processed_values {
             observe(o, &item.batch);
         }
-        q.pipeline
-            .process(&item.batch, item.keep, item.value_keep, &mut q.out);
+        q.pipeline.process_routed(
+            &item.batch,
+            item.keep,
+            item.value_keep,
+            item.time.as_deref(),
+            &mut q.out,
+        );
         q.stats.processed += item.batch.len() as u64;
         Some(Turn {
             query: qi,

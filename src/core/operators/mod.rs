@@ -32,7 +32,7 @@ use super::batch::Batch;
 use super::expr::Expr;
 use super::plan::{PlanBody, QueryPlan, TimeSource};
 use super::schema::{DataType, Nanos};
-use super::shard::ShardFilter;
+use super::shard::{RoutedTime, ShardFilter};
 
 #[derive(Debug)]
 enum Body {
@@ -212,6 +212,20 @@ impl Pipeline {
     /// `keep`, and of which semantic drops left `value_keep`; results are appended to
     /// `out`.
     pub fn process(&mut self, input: &Batch, keep: f64, value_keep: f64, out: &mut Output) {
+        self.process_routed(input, keep, value_keep, None, out);
+    }
+
+    /// `process` of a batch that may be one worker's rows of a batch split by shard:
+    /// `routed` then carries the stream's event time those rows cannot see, which moves
+    /// the watermark as the whole batch would have.
+    pub fn process_routed(
+        &mut self,
+        input: &Batch,
+        keep: f64,
+        value_keep: f64,
+        routed: Option<&RoutedTime>,
+        out: &mut Output,
+    ) {
         let unfiltered = input;
         // Rows the WHERE clause passes, over the whole batch (what one worker would see).
         let mut passed = input.len();
@@ -266,7 +280,19 @@ impl Pipeline {
                     a.loss.note_filter(unfiltered.len(), passed);
                 }
                 a.loss.count_kept(input, a.op.closed());
-                if !input.is_empty() {
+                if let Some(r) = routed {
+                    if !input.is_empty() {
+                        let prefix = if filtered_out {
+                            self.prefix.clear();
+                            (self.prefix).extend(self.sel.iter().map(|&i| r.prefix[i as usize]));
+                            self.prefix.as_slice()
+                        } else {
+                            r.prefix.as_slice()
+                        };
+                        a.op.process(input, keep, value_keep, Some(prefix), &mut a.groups);
+                    }
+                    a.op.advance_to(r.tail.0, r.tail.1, &mut a.groups);
+                } else if !input.is_empty() {
                     let prefix = if filtered_out {
                         a.op.prefix_watermarks(unfiltered, &self.sel, &mut self.prefix);
                         Some(self.prefix.as_slice())
@@ -277,7 +303,7 @@ impl Pipeline {
                 }
                 // Tuples the filter removed still tell the time: windows they complete close
                 // now, not when the next passing tuple arrives.
-                if filtered_out {
+                if filtered_out && routed.is_none() {
                     a.op.advance(unfiltered, &mut a.groups);
                 }
                 a.finish(&mut self.sel, out);

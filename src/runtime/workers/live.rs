@@ -1,6 +1,7 @@
 //! The live driver for N engine workers: this thread is the coordinator. It pumps the
-//! sources, puts each batch in an `Arc` and sends it to every worker over a bounded
-//! channel, followed in band, every tick, by a frontier marker (`Tick`): a worker ticks
+//! sources, splits each batch of a routed stream by shard (`workers::route`) and sends
+//! each worker its rows, or puts a batch of any other stream in an `Arc` and sends it to
+//! every worker, over bounded channels, followed in band, every tick, by a frontier marker (`Tick`): a worker ticks
 //! its engine only with every batch sent before the marker already ingested. Each worker
 //! thread owns an `Engine` and a `Controller` (one core each, against the queries' shared
 //! targets), runs turns, and sends back its result rows (the coordinator writes the sinks)
@@ -24,6 +25,7 @@ use crate::core::batch::Batch;
 use crate::core::engine::{Emitted, Engine};
 use crate::core::operators::ResultApprox;
 use crate::core::schema::{DataType, Nanos};
+use crate::core::shard::RoutedTime;
 use crate::runtime::clock::WallClock;
 use crate::runtime::control::{ControlReport, Controller, RunHistory};
 use crate::runtime::frontier::stream_frontier;
@@ -38,7 +40,9 @@ const WORKER_CHANNEL: usize = 64;
 const FLUSH_EVERY: Nanos = 1_000_000_000;
 
 enum ToWorker {
-    Batch(usize, Arc<Batch>),
+    /// A batch of a stream: the whole batch, or (with its `RoutedTime`) this worker's rows
+    /// of a batch split by shard.
+    Batch(usize, Arc<Batch>, Option<Arc<RoutedTime>>),
     Malformed(usize, u64),
     /// Frontier marker: tick at `at` with these per-stream frontiers.
     Tick {
@@ -127,7 +131,7 @@ fn worker(
             }
         };
         match msg {
-            Some(ToWorker::Batch(s, b)) => engine.ingest_shared(s, b),
+            Some(ToWorker::Batch(s, b, t)) => engine.ingest_routed(s, b, t),
             Some(ToWorker::Malformed(s, n)) => engine.record_malformed(s, n),
             Some(ToWorker::Tick { at, frontiers }) => {
                 engine.tick_timed(at, |s| frontiers[s], || clock.now());
@@ -265,7 +269,14 @@ fn publish(
 ) {
     let reports: Vec<&ControlReport> = parts.iter().map(|p| &p.0).collect();
     let snaps: Vec<_> = reports.iter().map(|r| r.qos.engine.clone()).collect();
-    let engine = engine.unwrap_or_else(|| merge(&snaps, &[], |w, q| sharded.runs(w, q)));
+    let engine = engine.unwrap_or_else(|| {
+        merge(
+            &snaps,
+            &[],
+            |w, q| sharded.runs(w, q),
+            |s| sharded.routed(s),
+        )
+    });
     let merged = merge_reports(&reports, |w, q| sharded.runs(w, q), engine);
     let mut latency = parts[0].1.clone();
     for p in &parts[1..] {
@@ -328,6 +339,7 @@ pub fn run_live_workers(
     };
     let (out_tx, out_rx) = crossbeam_channel::unbounded::<FromWorker>();
     let engines = std::mem::take(&mut sharded.engines);
+    let mut router = sharded.router.clone();
     let mut aborted = false;
     let ends: Vec<WorkerEnd> = std::thread::scope(|scope| {
         let mut txs: Vec<Sender<ToWorker>> = Vec::with_capacity(n);
@@ -399,8 +411,18 @@ pub fn run_live_workers(
                                 let now = clock.now();
                                 b.arrival.iter_mut().for_each(|a| *a = now);
                             }
-                            let b = Arc::new(b);
-                            broadcast(&txs, &|| ToWorker::Batch(stream, Arc::clone(&b)));
+                            if let Some(parts) = router.split(stream, &b) {
+                                for (tx, (b, t)) in txs.iter().zip(parts) {
+                                    if !b.is_empty() {
+                                        let m =
+                                            ToWorker::Batch(stream, Arc::new(b), Some(Arc::new(t)));
+                                        let _ = tx.send(m);
+                                    }
+                                }
+                            } else {
+                                let b = Arc::new(b);
+                                broadcast(&txs, &|| ToWorker::Batch(stream, Arc::clone(&b), None));
+                            }
                             moved = true;
                         }
                         Ok(SourceMsg::Malformed { count, sample }) => {

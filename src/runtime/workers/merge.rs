@@ -2,9 +2,12 @@
 //! add (percentiles are read from the sum, never averaged), and a query that runs on one
 //! owner worker is taken from that worker alone (the others hold an empty tombstone).
 //!
-//! Every worker is offered every tuple of the streams its queries read, so a keyed query's
-//! merged ledger counts tuple visits: `offered` is the stream's count times the workers it
-//! runs on, and it balances because each worker's ledger does.
+//! A stream routed by shard (`workers::route`) reaches each worker with its rows only, so
+//! its queries' merged ledgers count tuples: the merged `offered` is the stream's count,
+//! and `ingested` adds over the workers. A broadcast stream is offered whole to every
+//! worker, so a keyed query's merged ledger there counts tuple visits (`offered` is the
+//! stream's count times the workers it runs on) and the stream is counted once. Either way
+//! the merged ledger balances because each worker's does.
 
 use hdrhistogram::Histogram;
 
@@ -46,23 +49,34 @@ pub fn merged_latency(engines: &[&Engine], q: usize) -> Histogram<u64> {
 
 impl Sharded {
     /// The workers' snapshots as one: per query, the sum over the workers that run it.
-    /// Streams are counted once (every worker ingests all of them); their drop counters add.
+    /// A broadcast stream is counted once (every worker ingests all of it), a routed one
+    /// adds; drop counters add.
     pub fn snapshot(&self) -> EngineSnapshot {
         let snaps: Vec<EngineSnapshot> = self.engines.iter().map(Engine::snapshot).collect();
         let engines: Vec<&Engine> = self.engines.iter().collect();
-        merge(&snaps, &engines, |w, q| self.runs(w, q))
+        merge(&snaps, &engines, |w, q| self.runs(w, q), |s| self.routed(s))
+    }
+
+    /// Whether `stream`'s batches are split by shard before the workers.
+    pub fn routed(&self, stream: usize) -> bool {
+        self.router.route(stream) != super::route::Route::Broadcast
     }
 }
 
-/// Merges per-worker snapshots; `runs(w, q)` says whether worker `w` runs query `q`.
+/// Merges per-worker snapshots; `runs(w, q)` says whether worker `w` runs query `q`,
+/// `routed(s)` whether stream `s` is split by shard (its `ingested` then adds).
 pub fn merge(
     snaps: &[EngineSnapshot],
     engines: &[&Engine],
     runs: impl Fn(usize, usize) -> bool,
+    routed: impl Fn(usize) -> bool,
 ) -> EngineSnapshot {
     let mut out = snaps[0].clone();
-    for s in &mut out.streams {
+    for (i, s) in out.streams.iter_mut().enumerate() {
         s.dropped = Default::default();
+        if routed(i) {
+            s.ingested = snaps.iter().map(|x| x.streams[i].ingested).sum();
+        }
     }
     for snap in snaps {
         for (a, b) in out.streams.iter_mut().zip(&snap.streams) {

@@ -1,10 +1,12 @@
 //! N engine workers over key shards (`docs/workers.md`). Every worker owns a whole
-//! `Engine` over every query, and sees every tuple of every stream (the batch is shared,
-//! never copied). A keyed query keeps only its worker's key shards in its pipeline, as a
-//! second filter, so its watermark still moves over every row in order and each group lives
-//! on exactly one worker. A query without a plain-column key runs whole on one owner
-//! worker (a tombstone elsewhere), which keeps its rows and their order exactly as with one
-//! worker.
+//! `Engine` over every query. A stream whose queries all share one key column is split by
+//! shard before the workers (`route`): each worker gets only its rows, with the stream's
+//! event time in band. Any other stream is offered whole to every worker (the batch is
+//! shared, never copied), and a keyed query keeps only its worker's key shards in its
+//! pipeline, as a second filter, so its watermark still moves over every row in order.
+//! Either way each group lives on exactly one worker. A query without a plain-column key
+//! runs whole on one owner worker (a tombstone elsewhere), which keeps its rows and their
+//! order exactly as with one worker.
 //!
 //! Invariant: for every query, the union of the workers' result rows is the one-worker
 //! result, and each worker's ledger balances on its own.
@@ -13,6 +15,7 @@
 pub mod live;
 pub mod merge;
 pub mod report;
+pub mod route;
 pub mod sim;
 
 use std::sync::Arc;
@@ -20,6 +23,7 @@ use std::sync::Arc;
 use crate::core::batch::Batch;
 use crate::core::engine::{Engine, shard_column};
 use crate::core::shard::ShardMap;
+use route::{Route, Router};
 
 /// Where one query runs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -36,6 +40,8 @@ pub struct Sharded {
     pub engines: Vec<Engine>,
     pub map: ShardMap,
     pub placement: Vec<Placement>,
+    /// Splits the batches of streams routed by shard (`route`).
+    pub router: Router,
 }
 
 /// Places the queries of `engine` (already built) for `workers` workers: a query with a
@@ -61,11 +67,16 @@ impl Sharded {
         let map = ShardMap::new(shards, workers);
         let mut engines = Vec::with_capacity(workers);
         let mut placed = Vec::new();
+        let mut router = None;
         for w in 0..workers {
             let mut e = build()?;
             placed = placement(&e, workers);
+            let r = router.get_or_insert_with(|| Router::new(&e, &placed, &map, workers));
             for (q, p) in placed.iter().enumerate() {
+                let routed = r.route(e.query_stream(q)) != Route::Broadcast;
                 match *p {
+                    // A routed stream's rows arrive split: nothing to filter.
+                    Placement::Sharded { .. } if routed => {}
                     Placement::Sharded { column } => e.set_shard(q, map.filter(column, w)),
                     Placement::Owner(o) if o != w => {
                         // Before any input: an empty, balanced tombstone.
@@ -77,10 +88,12 @@ impl Sharded {
             }
             engines.push(e);
         }
+        let router = router.expect("at least one worker");
         Ok(Sharded {
             engines,
             map,
             placement: placed,
+            router,
         })
     }
 
@@ -88,8 +101,17 @@ impl Sharded {
         self.engines.len()
     }
 
-    /// Offers `batch` of `stream` to every worker, shared.
+    /// Offers `batch` of `stream` to the workers: split by shard for a routed stream,
+    /// otherwise whole to every worker, shared.
     pub fn ingest(&mut self, stream: usize, batch: Batch) {
+        if let Some(parts) = self.router.split(stream, &batch) {
+            for (e, (b, t)) in self.engines.iter_mut().zip(parts) {
+                if !b.is_empty() {
+                    e.ingest_routed(stream, Arc::new(b), Some(Arc::new(t)));
+                }
+            }
+            return;
+        }
         let batch = Arc::new(batch);
         for e in &mut self.engines {
             e.ingest_shared(stream, Arc::clone(&batch));

@@ -49,13 +49,19 @@ impl WindowAggregate {
         let Some((row, &t)) = times.iter().enumerate().max_by_key(|(_, t)| **t) else {
             return;
         };
+        self.advance_to(t, batch.arrival[row], out);
+    }
+
+    /// Moves the watermark to `t` (the time of a tuple that arrived at `arrival`, routed to
+    /// another worker or filtered out) and closes what that completes.
+    pub fn advance_to(&mut self, t: i64, arrival: Nanos, out: &mut Output) {
         if t <= self.watermark {
             return;
         }
         self.watermark = t;
         let closed_to = t.saturating_sub(self.plan.lateness);
         if closed_to >= self.next_due {
-            self.due.push_back((t, batch.arrival[row]));
+            self.due.push_back((t, arrival));
             self.next_due = self.next_end_after(closed_to);
         }
         self.close(closed_to, None, out);
