@@ -26,13 +26,14 @@ streams:
       generator:
         rate: 1000000
         fields:
-          sensor: {zipf: {n: 200, s: 1.0}}
+          sensor: {zipf: {n: 2000, s: 1.0}}
           temp: {normal: {mean: 20, stddev: 6}}
           ts: now
 queries:
   trend:
     sql: |
-      SELECT sensor, COUNT(*) AS n, window_end
+      SELECT sensor, COUNT(*) AS n, SUM(temp) AS s, AVG(temp) AS a, MIN(temp) AS lo,
+             MAX(temp) AS hi, window_end
       FROM readings
       GROUP BY sensor, HOP(ts, INTERVAL '10' MILLISECOND, INTERVAL '1' SECOND)
     qos: {latency: {p99: 200ms}}
@@ -217,18 +218,32 @@ fn queries_come_and_go_over_http_under_overload_with_balanced_ledgers() {
     let (code, _) = answer(agent().delete(format!("{}/queries/cold", s.base)).call());
     assert_eq!(code, 404);
 
-    // Every ledger balances, the removed one's included; the run is shedding.
-    let (code, list) = get(&s, "/queries");
-    assert_eq!(code, 200);
-    let list = list.as_array().unwrap();
-    assert_eq!(list.len(), 3);
-    assert!(list.iter().all(|q| balanced(&q["ledger"])), "{list:?}");
-    assert_eq!(list[2]["state"], "removed");
+    // Every ledger balances, the removed one's included, at every look; and the run comes
+    // to shed. How soon depends on the machine (the controller needs a few ticks of
+    // backlog), so the test looks every 100 ms for up to 30 s instead of once.
+    let mut looks = 0;
+    let list = loop {
+        let (code, list) = get(&s, "/queries");
+        assert_eq!(code, 200);
+        let list = list.as_array().unwrap().clone();
+        assert_eq!(list.len(), 3);
+        assert!(list.iter().all(|q| balanced(&q["ledger"])), "{list:?}");
+        assert_eq!(list[2]["state"], "removed");
+        let shed: u64 = list
+            .iter()
+            .map(|q| q["ledger"]["dropped"]["shed-random"].as_u64().unwrap())
+            .sum();
+        looks += 1;
+        if shed > 0 || looks >= 300 {
+            break list;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    };
     let shed: u64 = list
         .iter()
         .map(|q| q["ledger"]["dropped"]["shed-random"].as_u64().unwrap())
         .sum();
-    assert!(shed > 0, "no overload: {list:?}");
+    assert!(shed > 0, "no overload in 30 s: {list:?}");
     let (code, st) = get(&s, "/status");
     assert_eq!(code, 200);
     assert_eq!(st["ledger_violations"], 0);
