@@ -128,24 +128,13 @@ pub fn run_live_managed(
 
     let mut next_tick = tick;
     let mut next_flush = FLUSH_EVERY;
-    let mut announced = (false, false);
+    let mut announced = StopNotice::default();
     let mut spent = Vec::new();
     let mut frontiers: Vec<Nanos> = Vec::with_capacity(links.len());
     loop {
         let since = clock.since_start();
-        if let Some(reason) = stop.reason() {
-            let abort = stop.is_aborted();
-            if !announced.0 || (abort && !announced.1) {
-                announced = (true, abort);
-                observers.event(Event::StopRequested {
-                    at: since,
-                    reason,
-                    abort,
-                });
-            }
-            if abort {
-                break;
-            }
+        if announced.check(&stop, since, observers) {
+            break;
         }
         if !sources_stop.load(Ordering::Relaxed)
             && (duration.is_some_and(|d| since >= d) || stop.is_stopping() || outputs.closed)
@@ -369,4 +358,32 @@ fn emit(
         });
     }
     spent.iter().map(|&(_, ns)| ns).sum()
+}
+
+/// Tells observers of a requested stop once, and once more if it turns into an abort; shared
+/// by the one-engine and the N-worker live drivers.
+#[derive(Default)]
+pub(crate) struct StopNotice {
+    told: bool,
+    told_abort: bool,
+}
+
+impl StopNotice {
+    /// Announces a pending stop at `at`; true when the run must abort now.
+    pub(crate) fn check(
+        &mut self,
+        stop: &StopHandle,
+        at: Nanos,
+        observers: &mut Observers,
+    ) -> bool {
+        let Some(reason) = stop.reason() else {
+            return false;
+        };
+        let abort = stop.is_aborted();
+        if !self.told || (abort && !self.told_abort) {
+            (self.told, self.told_abort) = (true, abort);
+            observers.event(Event::StopRequested { at, reason, abort });
+        }
+        abort
+    }
 }

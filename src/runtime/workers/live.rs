@@ -378,23 +378,12 @@ pub fn run_live_workers(
         };
         let mut next_tick = tick;
         let mut next_flush = FLUSH_EVERY;
-        let mut announced = (false, false);
+        let mut announced = crate::runtime::live::StopNotice::default();
         loop {
             let since = clock.since_start();
-            if let Some(reason) = stop.reason() {
-                let abort = stop.is_aborted();
-                if !announced.0 || (abort && !announced.1) {
-                    announced = (true, abort);
-                    observers.event(Event::StopRequested {
-                        at: since,
-                        reason,
-                        abort,
-                    });
-                }
-                if abort {
-                    aborted = true;
-                    break;
-                }
+            if announced.check(&stop, since, observers) {
+                aborted = true;
+                break;
             }
             if !sources_stop.load(Ordering::Relaxed)
                 && (duration.is_some_and(|d| since >= d) || stop.is_stopping() || outputs.closed)
