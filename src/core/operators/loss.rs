@@ -28,7 +28,8 @@ pub enum LossKind {
     WholeGroups,
 }
 
-/// One window's counts; lost counts are before the filter (scaled by its pass rate later).
+/// One slice's counts (a slice is `gcd(size, slide)` long, so every window is a whole
+/// number of slices); lost counts are before the filter (scaled by its pass rate later).
 #[derive(Clone, Copy, Debug, Default)]
 struct Tally {
     kept: u64,
@@ -40,8 +41,19 @@ struct Tally {
     unscaled: f64,
     /// Lost as whole groups (window-aware drops).
     whole: u64,
-    /// Whether a row of this window was emitted.
-    rows: bool,
+}
+
+impl Tally {
+    fn add(&mut self, o: &Tally) {
+        self.kept += o.kept;
+        self.scaled += o.scaled;
+        self.unscaled += o.unscaled;
+        self.whole += o.whole;
+    }
+
+    fn lost_any(&self) -> bool {
+        self.scaled + self.unscaled > 0.0 || self.whole > 0
+    }
 }
 
 #[derive(Debug)]
@@ -49,8 +61,16 @@ pub struct WindowLoss {
     time: TimeSource,
     size: i64,
     slide: i64,
+    /// Slice length: the gcd of size and slide.
+    slice: i64,
     armed: bool,
+    /// Per slice start: one map update per run of tuples in a slice, however many windows
+    /// overlap it (a 10 ms slide over 1 s would otherwise touch 100 windows per run).
     tallies: BTreeMap<i64, Tally>,
+    /// Every window ending at or before this has been judged (`apply`).
+    judged: i64,
+    /// Starts of the windows that emitted a row in the current `apply`.
+    with_rows: Vec<i64>,
     /// Side-car kinds of the group-row columns, installed on the first qualified row.
     kinds: Vec<ColumnApprox>,
     start_col: usize,
@@ -58,6 +78,14 @@ pub struct WindowLoss {
     seen: u64,
     passed: u64,
     windows_lost: u64,
+}
+
+fn gcd(a: i64, b: i64) -> i64 {
+    let (mut a, mut b) = (a.unsigned_abs(), b.unsigned_abs());
+    while b != 0 {
+        (a, b) = (b, a % b);
+    }
+    i64::try_from(a).unwrap_or(i64::MAX).max(1)
 }
 
 impl WindowLoss {
@@ -68,8 +96,11 @@ impl WindowLoss {
             time: plan.time,
             size: plan.window.size,
             slide: plan.window.slide,
+            slice: gcd(plan.window.size, plan.window.slide),
             armed: false,
             tallies: BTreeMap::new(),
+            judged: i64::MIN,
+            with_rows: Vec::new(),
             kinds,
             start_col: nkeys + plan.aggs.len(),
             seen: 0,
@@ -89,12 +120,21 @@ impl WindowLoss {
         self.passed += passed as u64;
     }
 
+    fn runs(&self, closed: i64) -> Runs {
+        Runs {
+            slice: self.slice,
+            slide: self.slide,
+            size: self.size,
+            closed,
+            run: None,
+        }
+    }
+
     /// Counts the rows of `batch` not in `kept` (ascending row indices) as lost to the
     /// windows still open after `closed`, lost for reason `kind`.
     pub fn note_lost(&mut self, batch: &Batch, kept: &[u32], kind: LossKind, closed: i64) {
         self.armed = true;
-        let mut next = kept.iter().peekable();
-        let mut runs = Runs::new(self.size, self.slide, closed);
+        let mut runs = self.runs(closed);
         let tallies = &mut self.tallies;
         let mut add = |start: i64, n: u64| {
             let e = tallies.entry(start).or_default();
@@ -108,7 +148,11 @@ impl WindowLoss {
         if kept.is_empty() {
             // The whole batch was lost (the usual case: drop points drop whole batches).
             runs.push_all(ts, &mut add);
+        } else if let Some(lo) = runs.one_slice(ts) {
+            // A per-tuple drop inside one slice: one count, no walk over the rows.
+            runs.push_run(lo, (ts.len() - kept.len()) as u64, &mut add);
         } else {
+            let mut next = kept.iter().peekable();
             for (row, &t) in ts.iter().enumerate() {
                 if next.next_if(|&&k| k as usize == row).is_none() {
                     runs.push(t, &mut add);
@@ -119,29 +163,46 @@ impl WindowLoss {
     }
 
     /// Counts the rows of `batch` (about to be folded) as kept by their windows: a few
-    /// nanoseconds per run of tuples in one window slice, no allocation per tuple.
+    /// nanoseconds per run of tuples in one slice, no allocation per tuple.
     pub fn count_kept(&mut self, batch: &Batch, closed: i64) {
-        let mut runs = Runs::new(self.size, self.slide, closed);
+        let mut runs = self.runs(closed);
         let tallies = &mut self.tallies;
         let mut add = |start: i64, n: u64| tallies.entry(start).or_default().kept += n;
         runs.push_all(times(self.time, batch), &mut add);
         runs.finish(&mut add);
     }
 
-    /// Qualifies the group rows in `groups` of windows that lost tuples, then forgets the
-    /// windows ending by `closed`, counting those that emitted no row.
+    /// The counts of the window starting at `start`: the sum of its slices.
+    fn window(&self, start: i64) -> Tally {
+        let mut t = Tally::default();
+        for (_, s) in self.tallies.range(start..start.saturating_add(self.size)) {
+            t.add(s);
+        }
+        t
+    }
+
+    /// Qualifies the group rows in `groups` of windows that lost tuples, then judges the
+    /// windows ending by `closed` (counting those that lost tuples and emitted no row) and
+    /// forgets the slices no open window holds.
     pub fn apply(&mut self, groups: &mut Output, closed: i64) {
         let pass = if self.seen > 0 {
             self.passed as f64 / self.seen as f64
         } else {
             1.0
         };
+        self.with_rows.clear();
         if let (true, Column::Int(starts)) = (self.armed, &groups.rows.columns[self.start_col]) {
-            for (row, start) in starts.iter().enumerate() {
-                let Some(t) = self.tallies.get_mut(start) else {
-                    continue;
+            let mut current: Option<(i64, Tally)> = None;
+            for (row, &start) in starts.iter().enumerate() {
+                let t = match current {
+                    Some((s, t)) if s == start => t,
+                    _ => {
+                        let t = self.window(start);
+                        current = Some((start, t));
+                        self.with_rows.push(start);
+                        t
+                    }
                 };
-                t.rows = true;
                 let (scaled, unscaled) = (t.scaled * pass, t.unscaled * pass);
                 if scaled + unscaled <= 0.0 {
                     continue;
@@ -163,14 +224,43 @@ impl WindowLoss {
             }
         }
         groups.approx.pad(groups.rows.len());
-        while let Some((&start, t)) = self.tallies.first_key_value() {
-            if start.saturating_add(self.size) > closed {
+        if closed > self.judged {
+            if self.armed {
+                self.judge(closed);
+            }
+            self.judged = closed;
+        }
+        // A slice is forgotten once the last window holding it (the one starting at its
+        // slide boundary) has closed.
+        while let Some((&start, _)) = self.tallies.first_key_value() {
+            let last = start.div_euclid(self.slide).saturating_mul(self.slide);
+            if last.saturating_add(self.size) > closed {
                 break;
             }
-            if !t.rows && (t.scaled + t.unscaled > 0.0 || t.whole > 0) {
+            self.tallies.pop_first();
+        }
+    }
+
+    /// Counts the windows ending in `(judged, closed]` that lost tuples and emitted no row
+    /// now. Only windows reaching a tallied slice are looked at.
+    fn judge(&mut self, closed: i64) {
+        let (Some((&first, _)), Some((&last, _))) = (
+            self.tallies.first_key_value(),
+            self.tallies.last_key_value(),
+        ) else {
+            return;
+        };
+        let (size, slide) = (self.size as i128, self.slide as i128);
+        let lo = (self.judged as i128 - size + 1).max(first as i128 - size + 1);
+        let lo = -(-lo).div_euclid(slide) * slide;
+        let hi = (closed as i128 - size).min(last as i128);
+        let mut w = lo;
+        while w <= hi {
+            let start = w as i64;
+            if self.window(start).lost_any() && !self.with_rows.contains(&start) {
                 self.windows_lost += 1;
             }
-            self.tallies.pop_first();
+            w += slide;
         }
     }
 }
@@ -185,64 +275,58 @@ fn times(time: TimeSource, batch: &Batch) -> &[i64] {
     }
 }
 
-/// Groups consecutive times that belong to the same windows, so the tallies are touched
-/// once per run rather than once per tuple and window.
+/// Groups consecutive times of the same slice, so the tallies are touched once per run
+/// rather than once per tuple; a slice no open window holds (a late time) is skipped.
 struct Runs {
-    size: i64,
+    slice: i64,
     slide: i64,
+    size: i64,
     closed: i64,
-    /// Whether every time of one slide-long slice has the same windows (size a multiple
-    /// of the slide); otherwise only equal times are grouped.
-    by_slice: bool,
     run: Option<(i64, u64)>,
 }
 
 impl Runs {
-    fn new(size: i64, slide: i64, closed: i64) -> Runs {
-        Runs {
-            size,
-            slide,
-            closed,
-            by_slice: size % slide == 0,
-            run: None,
-        }
+    fn slice_of(&self, t: i64) -> Option<i64> {
+        t.div_euclid(self.slice).checked_mul(self.slice)
     }
 
     fn push(&mut self, t: i64, add: &mut impl FnMut(i64, u64)) {
-        let key = if self.by_slice {
-            match t.div_euclid(self.slide).checked_mul(self.slide) {
-                Some(k) => k,
-                None => return,
-            }
-        } else {
-            t
-        };
+        if let Some(key) = self.slice_of(t) {
+            self.push_run(key, 1, add);
+        }
+    }
+
+    fn push_run(&mut self, key: i64, n: u64, add: &mut impl FnMut(i64, u64)) {
         match &mut self.run {
-            Some((k, n)) if *k == key => *n += 1,
+            Some((k, m)) if *k == key => *m += n,
             run => {
-                if let Some((k, n)) = run.replace((key, 1)) {
-                    each_window(k, self.size, self.slide, self.closed, |s| add(s, n));
+                if let Some((k, m)) = run.replace((key, n)) {
+                    self.flush(k, m, add);
                 }
             }
         }
     }
 
-    /// `push` of every time in `ts`. A batch inside one slice (the usual case) costs two
-    /// comparisons per tuple and one division in all, instead of a division per tuple.
+    fn flush(&self, key: i64, n: u64, add: &mut impl FnMut(i64, u64)) {
+        // The last window holding this slice starts at its slide boundary.
+        let last = key.div_euclid(self.slide).saturating_mul(self.slide);
+        if n > 0 && last.saturating_add(self.size) > self.closed {
+            add(key, n);
+        }
+    }
+
+    /// The slice every time of `ts` falls in, if there is one (two comparisons per time).
+    fn one_slice(&self, ts: &[i64]) -> Option<i64> {
+        let lo = self.slice_of(*ts.first()?)?;
+        let hi = lo.checked_add(self.slice)?;
+        ts.iter().all(|&t| lo <= t && t < hi).then_some(lo)
+    }
+
+    /// `push` of every time in `ts`: a batch inside one slice (the usual case) costs two
+    /// comparisons per tuple and one division in all.
     fn push_all(&mut self, ts: &[i64], add: &mut impl FnMut(i64, u64)) {
-        if let (true, Some(&first)) = (self.by_slice, ts.first())
-            && let Some(lo) = first.div_euclid(self.slide).checked_mul(self.slide)
-            && let Some(hi) = lo.checked_add(self.slide)
-            && ts.iter().all(|&t| lo <= t && t < hi)
-        {
-            match &mut self.run {
-                Some((k, n)) if *k == lo => *n += ts.len() as u64,
-                run => {
-                    if let Some((k, n)) = run.replace((lo, ts.len() as u64)) {
-                        each_window(k, self.size, self.slide, self.closed, |s| add(s, n));
-                    }
-                }
-            }
+        if let Some(lo) = self.one_slice(ts) {
+            self.push_run(lo, ts.len() as u64, add);
             return;
         }
         for &t in ts {
@@ -252,22 +336,125 @@ impl Runs {
 
     fn finish(&mut self, add: &mut impl FnMut(i64, u64)) {
         if let Some((k, n)) = self.run.take() {
-            each_window(k, self.size, self.slide, self.closed, |s| add(s, n));
+            self.flush(k, n, add);
         }
     }
 }
 
-/// Calls `f` with the start of every window holding time `t` that ends after `closed`,
-/// latest first (the window operator's arithmetic, checked).
-fn each_window(t: i64, size: i64, slide: i64, closed: i64, mut f: impl FnMut(i64)) {
-    let Some(mut start) = t.div_euclid(slide).checked_mul(slide) else {
-        return;
-    };
-    while start.saturating_add(size) > t && start.saturating_add(size) > closed {
-        f(start);
-        match start.checked_sub(slide) {
-            Some(s) => start = s,
-            None => break,
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use super::*;
+    use crate::core::schema::{DataType, Scalar};
+
+    fn loss(size: i64, slide: i64) -> WindowLoss {
+        WindowLoss {
+            time: TimeSource::Arrival,
+            size,
+            slide,
+            slice: gcd(size, slide),
+            armed: false,
+            tallies: BTreeMap::new(),
+            judged: i64::MIN,
+            with_rows: Vec::new(),
+            kinds: Vec::new(),
+            start_col: 0,
+            seen: 0,
+            passed: 0,
+            windows_lost: 0,
+        }
+    }
+
+    fn batch(ts: &[i64]) -> Batch {
+        let mut b = Batch::new(&[DataType::Int], ts.len());
+        for &t in ts {
+            b.push_row(t, &[Scalar::Int(0)]);
+        }
+        b
+    }
+
+    /// The per-window oracle: (kept, lost, emitted a row) of every window a tuple reached
+    /// while the window was open.
+    #[derive(Default)]
+    struct Naive {
+        windows: BTreeMap<i64, (u64, u64, bool)>,
+        lost: u64,
+    }
+
+    impl Naive {
+        fn note(&mut self, t: i64, size: i64, slide: i64, closed: i64, lost: bool) {
+            let mut w = t.div_euclid(slide) * slide;
+            while w + size > t {
+                if w + size > closed {
+                    let e = self.windows.entry(w).or_default();
+                    if lost { e.1 += 1 } else { e.0 += 1 }
+                }
+                w -= slide;
+            }
+        }
+    }
+
+    proptest::proptest! {
+        /// Tallies by slice give every window the counts, the row qualifications and the
+        /// lost-window count of tallying each window on its own, for slides that divide
+        /// the size and slides that do not.
+        #[test]
+        fn slices_agree_with_windows_tallied_one_by_one(
+            shape in proptest::sample::select(vec![(10i64, 10i64), (10, 5), (10, 4), (9, 6), (12, 1), (6, 9)]),
+            steps in proptest::collection::vec(
+                (proptest::collection::vec((0i64..60, proptest::bool::ANY), 1..20),
+                 proptest::bool::ANY, 0i64..8, proptest::bool::ANY),
+                1..25,
+            ),
+        ) {
+            let (size, slide) = shape;
+            let mut l = loss(size, slide);
+            let mut naive = Naive::default();
+            let mut closed = i64::MIN;
+            let mut now = 0i64;
+            for (rows, per_row, advance, emit) in steps {
+                let ts: Vec<i64> = rows.iter().map(|(t, _)| now.saturating_sub(10) + t).collect();
+                let b = batch(&ts);
+                let kept: Vec<u32> = if per_row {
+                    rows.iter().enumerate().filter(|(_, r)| r.1).map(|(i, _)| i as u32).collect()
+                } else {
+                    Vec::new()
+                };
+                for (i, &t) in ts.iter().enumerate() {
+                    naive.note(t, size, slide, closed, !kept.contains(&(i as u32)));
+                }
+                l.note_lost(&b, &kept, LossKind::Unscaled, closed);
+                let kb = batch(&kept.iter().map(|&i| ts[i as usize]).collect::<Vec<_>>());
+                l.count_kept(&kb, closed);
+                now += advance * 3;
+                let to = now - size;
+                let mut groups = Output::new(&[DataType::Int]);
+                let from = closed;
+                for (&w, e) in naive.windows.range_mut(..) {
+                    if w + size > from && w + size <= to && emit && e.0 > 0 {
+                        e.2 = true;
+                        groups.rows.push_row(0, &[Scalar::Int(w)]);
+                    }
+                }
+                l.apply(&mut groups, to.max(closed));
+                let Column::Int(starts) = &groups.rows.columns[0] else { unreachable!() };
+                for (row, w) in starts.iter().enumerate() {
+                    let (k, lost, _) = naive.windows[w];
+                    let want = if lost > 0 { (k.max(1) as f64) / (k.max(1) + lost) as f64 } else { 1.0 };
+                    let got = groups.approx.keep.get(row).copied().unwrap_or(1.0);
+                    proptest::prop_assert!((got - want).abs() < 1e-12, "window {w}: keep {got}, want {want}");
+                }
+                closed = to.max(closed);
+                let done: Vec<i64> = naive.windows.range(..).filter(|(w, _)| *w + size <= closed).map(|(w, _)| *w).collect();
+                for w in done {
+                    let (_, lost, rows) = naive.windows.remove(&w).unwrap();
+                    if lost > 0 && !rows {
+                        naive.lost += 1;
+                    }
+                }
+                proptest::prop_assert_eq!(l.windows_lost(), naive.lost);
+            }
         }
     }
 }
