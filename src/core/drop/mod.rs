@@ -135,6 +135,10 @@ pub struct DropPoint {
     pub dropped: DropCounts,
 }
 
+/// Below this keep fraction a random drop draws the gaps between kept rows (one draw and
+/// a logarithm per kept row) instead of one draw per row.
+const SKIP_BELOW: f64 = 0.1;
+
 /// `p` as a threshold on a uniform u64: keep iff `next_u64() < threshold`.
 fn threshold(p: f64) -> u64 {
     if p >= 1.0 {
@@ -193,6 +197,41 @@ impl DropPoint {
             };
         match &rule {
             _ if fast => {}
+            DropRule::Random { keep } if !binding => {
+                // The hot case while shedding: one draw per row as below, but no branch
+                // on the draw (a kept row is written, and counted only if kept).
+                let keep = keep.clamp(0.0, 1.0);
+                if keep <= 0.0 {
+                    // Nothing is kept: no draws at all.
+                } else if keep < SKIP_BELOW {
+                    // Few rows are kept: draw the gaps between kept rows (geometric, so a
+                    // fresh gap at each batch is the same process), one draw per kept row.
+                    let ln_drop = (-keep).ln_1p();
+                    let mut i = 0usize;
+                    loop {
+                        let u = ((self.rng.next_u64() >> 11) as f64 + 1.0)
+                            * (1.0 / (1u64 << 53) as f64);
+                        let gap = (u.ln() / ln_drop).floor();
+                        if gap >= (n - i) as f64 {
+                            break;
+                        }
+                        i += gap as usize;
+                        sel.push(i as u32);
+                        i += 1;
+                    }
+                } else {
+                    let t = threshold(keep);
+                    sel.resize(n, 0);
+                    let mut len = 0;
+                    for i in 0..n {
+                        sel[len] = i as u32;
+                        len += usize::from(self.rng.next_u64() < t);
+                    }
+                    sel.truncate(len);
+                }
+                let len = sel.len();
+                self.dropped[DropReason::ShedRandom.index()] += (n - len) as u64;
+            }
             DropRule::KeepAll | DropRule::Random { .. } => {
                 let t = threshold(self.random_keep_of(&rule));
                 for i in 0..n {
@@ -309,6 +348,42 @@ mod tests {
                 "kept {} of {} at keep {}", kept, n, keep);
             proptest::prop_assert_eq!(p.dropped[DropReason::ShedRandom.index()], vals.len() as u64 - kept as u64);
         }
+    }
+
+    /// Below `SKIP_BELOW` the kept rows come from drawn gaps: every position of a batch
+    /// is kept at the asked rate (the first and last rows too), and keep 0 keeps nothing.
+    #[test]
+    fn gap_drawn_drops_keep_every_position_at_the_asked_rate() {
+        let b = ints(&(0..512).collect::<Vec<_>>());
+        let keep = 0.05;
+        let mut p = DropPoint::new(7);
+        p.install(DropRule::Random { keep });
+        let mut sel = Vec::new();
+        let mut by_eighth = [0u64; 8];
+        let batches = 4000;
+        for _ in 0..batches {
+            p.apply(&b, &mut sel).expect("some rows dropped");
+            assert!(sel.windows(2).all(|w| w[0] < w[1]), "ascending rows");
+            for &i in &sel {
+                by_eighth[i as usize / 64] += 1;
+            }
+        }
+        let per = batches as f64 * 64.0;
+        let sd = (per * keep * (1.0 - keep)).sqrt();
+        for (e, &k) in by_eighth.iter().enumerate() {
+            assert!(
+                (k as f64 - per * keep).abs() < 5.0 * sd,
+                "eighth {e}: {k} kept"
+            );
+        }
+        let kept: u64 = by_eighth.iter().sum();
+        assert_eq!(
+            p.dropped[DropReason::ShedRandom.index()],
+            batches * 512 - kept
+        );
+        p.install(DropRule::Random { keep: 0.0 });
+        assert_eq!(p.apply(&b, &mut sel), Some(()));
+        assert!(sel.is_empty());
     }
 
     #[test]

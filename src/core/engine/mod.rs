@@ -94,6 +94,8 @@ struct StreamState {
     malformed: u64,
     /// Recent history, as ingested (before any drop), if the stream retains it.
     retained: Option<super::retain::Retained>,
+    /// A batch of no rows of this schema: what a query that keeps nothing is handed.
+    empty: Arc<Batch>,
 }
 
 #[derive(Debug)]
@@ -169,6 +171,7 @@ impl Engine {
             .enumerate()
             .map(|(i, def)| StreamState {
                 types: def.schema.types(),
+                empty: Arc::new(Batch::new(&def.schema.types(), 0)),
                 def,
                 readers: Vec::new(),
                 ingested: 0,
@@ -289,7 +292,7 @@ impl Engine {
         let stream_keep = s.drop.random_keep();
         let stream_shed = diff(&s.drop.dropped, &before);
         let stream_loss = loss_kind(&stream_shed, stream_keep);
-        let types = &s.types;
+        let (types, empty) = (&s.types, &s.empty);
         for &qi in &s.readers {
             let q = &mut self.queries[qi];
             q.stats.offered += n;
@@ -303,6 +306,8 @@ impl Engine {
             let before = q.drop.dropped;
             let (kept, kept_time) = match q.drop.apply(&batch, &mut self.sel) {
                 None => (batch.clone(), time.clone()),
+                // Nothing kept (keep 0, the usual case of a query shed whole): no copy.
+                Some(()) if self.sel.is_empty() => (empty.clone(), None),
                 Some(()) => {
                     let mut kept = Batch::new(types, self.sel.len());
                     kept.gather_from(&batch, &self.sel);
