@@ -65,6 +65,10 @@ pub struct Controller {
     guard_armed: bool,
     /// Cuts the inner guard made so far.
     guard_cuts: u64,
+    /// Per query: ns of work per queued tuple as last measured (the guard's backlog).
+    guard_costs: Vec<f64>,
+    /// The queries one guard check cuts (scratch, reused).
+    guard_late: Vec<usize>,
     installed_queue: bool,
     history: RunHistory,
     /// The last report, whose plan a final `measure` repeats.
@@ -138,6 +142,8 @@ impl Controller {
                 .collect(),
             guard_armed: true,
             guard_cuts: 0,
+            guard_costs: Vec::new(),
+            guard_late: Vec::new(),
             installed_queue: false,
             last: None,
             switch: None,
@@ -222,6 +228,14 @@ impl Controller {
         }
         let mut qos = self.monitor.tick(engine, now);
         self.guard_armed = true;
+        self.guard_costs.clear();
+        self.guard_costs.extend(qos.queries.iter().map(|q| {
+            if q.cost.is_finite() {
+                q.cost.max(0.0)
+            } else {
+                0.0
+            }
+        }));
         if !self.installed_queue {
             if let Some(c) = self.policy.queue_capacity {
                 engine.install(&DropRules {

@@ -100,6 +100,11 @@ impl Engine {
         self.queries[q].queue.oldest_arrival()
     }
 
+    /// Tuples queued for query `q`.
+    pub fn queue_depth(&self, q: usize) -> usize {
+        self.queries[q].queue.depth()
+    }
+
     /// Tuples queued over all queries.
     pub fn queued(&self) -> usize {
         self.queries.iter().map(|q| q.queue.depth()).sum()
