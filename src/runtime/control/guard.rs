@@ -83,3 +83,69 @@ fn halved(rule: DropRule) -> DropRule {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::core::batch::Batch;
+    use crate::core::schema::{DataType, Scalar};
+    use crate::runtime::assemble::engine_for;
+    use crate::spec::{self, parse_policy};
+
+    const W: &str = r#"
+name: guard
+engine: {mode: live, tick: 50ms}
+streams:
+  s:
+    schema: {k: int}
+    rate: 1000
+    fields: {k: {uniform: {min: 1, max: 9}}}
+queries:
+  q:
+    sql: SELECT k FROM s
+    qos: {latency: {p99: 100ms}}
+  exact:
+    sql: SELECT k FROM s
+    qos: {latency: {p99: 100ms}, lossless: true}
+"#;
+
+    /// A controller and engine with `n` tuples queued for both queries, all arriving at
+    /// `at`, and the guard believing each costs `cost` ns.
+    fn queued(n: usize, at: Nanos, cost: f64) -> (Controller, Engine) {
+        let w = spec::parse(W, "guard.yaml").expect("valid workload");
+        let policy = parse_policy("kind: random\n", "random.yaml").expect("valid policy");
+        let mut engine = engine_for(&w).expect("engine");
+        let mut c = Controller::new(&w, &mut engine, policy, 1.0, w.engine.tick, 0);
+        let mut b = Batch::new(&[DataType::Int], n);
+        for i in 0..n {
+            b.push_row(at, &[Scalar::Int(i as i64)]);
+        }
+        engine.ingest(0, b);
+        c.guard_costs = vec![cost; 2];
+        (c, engine)
+    }
+
+    #[test]
+    fn a_backlog_that_will_be_late_is_cut_before_any_tuple_is_old() {
+        // 10,000 fresh tuples x 2 queries x 5 us = 100 ms of work ahead: the newest will be
+        // 100 ms late though the oldest waited 1 ms.
+        let (mut c, mut engine) = queued(10_000, 0, 5_000.0);
+        assert!(c.guard(&mut engine, 1_000_000), "a late backlog is cut");
+        let rules = engine.drop_rules();
+        assert_eq!(rules.queries[0], DropRule::Random { keep: 0.5 });
+        // The lossless query is as late, and never cut.
+        assert_eq!(rules.queries[1], DropRule::KeepAll);
+        // Once per control tick.
+        assert!(!c.guard(&mut engine, 2_000_000));
+    }
+
+    #[test]
+    fn a_small_fresh_backlog_is_left_to_the_plan() {
+        // 10,000 x 2 x 1 us = 20 ms of work, oldest 1 ms old: nothing will be late.
+        let (mut c, mut engine) = queued(10_000, 0, 1_000.0);
+        assert!(!c.guard(&mut engine, 1_000_000));
+        assert_eq!(engine.drop_rules().queries[0], DropRule::KeepAll);
+        // The same backlog with its oldest tuple at 95 ms is cut (age alone, as before).
+        assert!(c.guard(&mut engine, 95_000_000));
+    }
+}
