@@ -1,7 +1,9 @@
 //! `spillway run` with `engine.workers: 2`, live: a finite pull stream through a keyed
 //! event-time aggregate, a keyless filter and a string-keyed aggregate gives the same rows
 //! as one worker, the summary balances every query's ledger, and what two workers cannot
-//! do yet (simulated mode) is refused with exit 2.
+//! do yet (simulated mode) is refused with exit 2. With the keyed aggregate alone, the
+//! stream is routed by shard (each worker keeps its own rows of every shared batch): the
+//! same rows again, and the ledger counts each tuple once.
 
 use std::process::Command;
 
@@ -46,12 +48,22 @@ queries:
     )
 }
 
+/// The workload with only its keyed `trend` query: the stream is routed by shard.
+fn routed(workers: usize) -> String {
+    let w = workload(workers);
+    w[..w.find("  alerts:").unwrap()].to_string()
+}
+
 /// Runs the workload on `workers` workers; returns stderr and each query's rows without
 /// their latency, in file order.
 fn run(workers: usize) -> (String, Vec<Vec<String>>) {
+    run_yaml(&workload(workers), &["trend", "alerts", "per_city"])
+}
+
+fn run_yaml(yaml: &str, queries: &[&str]) -> (String, Vec<Vec<String>>) {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("w.yaml");
-    std::fs::write(&path, workload(workers)).unwrap();
+    std::fs::write(&path, yaml).unwrap();
     let out = spillway()
         .arg("run")
         .arg(&path)
@@ -62,7 +74,7 @@ fn run(workers: usize) -> (String, Vec<Vec<String>>) {
         .unwrap();
     let err = String::from_utf8_lossy(&out.stderr).into_owned();
     assert!(out.status.success(), "{err}");
-    let rows = ["trend", "alerts", "per_city"]
+    let rows = queries
         .iter()
         .map(|q| {
             let text = std::fs::read_to_string(dir.path().join(format!("{q}.jsonl"))).unwrap();
@@ -99,6 +111,23 @@ fn two_live_workers_give_the_rows_of_one_and_balanced_ledgers() {
         b.sort();
         assert_eq!(a, b, "query {q}");
     }
+}
+
+#[test]
+fn a_routed_stream_on_two_live_workers_gives_the_rows_of_one() {
+    let (err1, one) = run_yaml(&routed(1), &["trend"]);
+    let (err2, two) = run_yaml(&routed(2), &["trend"]);
+    for err in [&err1, &err2] {
+        assert_eq!(err.matches("balanced").count(), 1, "{err}");
+        assert!(!err.contains("VIOLATED"), "{err}");
+        // Routed: every tuple is offered once, on one worker.
+        assert!(err.contains("of 300000 offered"), "{err}");
+    }
+    assert!(one[0].len() > 1000, "trend rows: {}", one[0].len());
+    let (mut a, mut b) = (one[0].clone(), two[0].clone());
+    a.sort();
+    b.sort();
+    assert_eq!(a, b);
 }
 
 #[test]

@@ -1,7 +1,8 @@
 //! `spillway bench --workers N`: query (b) on 1 and on N engine workers over key shards,
-//! each worker a thread with its own `Engine`, over the same pre-generated batches, split
-//! by shard before the workers as a source would (generation and split excluded from the
-//! wall time; the split's own time is printed). Prints the throughput of each and the line
+//! each worker a thread with its own `Engine` and its own `Router`, over the same
+//! pre-generated batches, shared: every worker reads every batch and keeps the rows of its
+//! shards itself, as in a live run (generation excluded from the wall time, selection
+//! included). Prints the throughput of each and the line
 //! `scaling: N workers = X.XXx of 1` (wall time). On a shared machine wall time measures
 //! the neighbours too, so each worker's own CPU time (Linux `schedstat`) is reported as
 //! well, with the scaling it implies on dedicated cores: one worker's CPU time over the
@@ -13,10 +14,9 @@ use super::Failure;
 use super::outln;
 use crate::core::batch::Batch;
 use crate::core::schema::Nanos;
-use crate::core::shard::RoutedTime;
 use crate::runtime::assemble::engine_for;
 use crate::runtime::clock::WallClock;
-use crate::runtime::workers::Sharded;
+use crate::runtime::workers::{Sharded, offer};
 use crate::spec::Workload;
 
 /// Runs of each configuration; the figures are their median, the range is printed.
@@ -30,59 +30,26 @@ fn thread_cpu() -> Nanos {
         .unwrap_or(0)
 }
 
-/// Each worker's input: its rows of each batch when stream 0 is routed by shard (split
-/// here, as a source would, before the workers), else every batch whole.
-type Inputs = Vec<Vec<(Arc<Batch>, Option<Arc<RoutedTime>>)>>;
-
-/// Splits `batches` for the workers of `sharded`, and the CPU time that took (this
-/// thread's; the wall time would measure the neighbours too).
-fn split(sharded: &mut Sharded, batches: &[Arc<Batch>]) -> (Inputs, Nanos) {
-    let n = sharded.workers();
-    let cpu = thread_cpu();
-    let mut inputs: Inputs = vec![Vec::with_capacity(batches.len()); n];
-    for b in batches {
-        match sharded.router.split(0, b) {
-            Some(parts) => {
-                for (input, (b, t)) in inputs.iter_mut().zip(parts) {
-                    input.push((Arc::new(b), Some(Arc::new(t))));
-                }
-            }
-            None => inputs
-                .iter_mut()
-                .for_each(|i| i.push((Arc::clone(b), None))),
-        }
-    }
-    (inputs, thread_cpu() - cpu)
-}
-
 /// Wall time for `workers` worker threads to run every batch through query (b) and emit,
-/// the CPU time of the busiest worker, and the time splitting the batches took (not in
-/// the wall time: the batches are pre-generated, and split as the source would).
+/// the CPU time of the busiest worker and of all workers together. Every worker reads every batch (shared, as the
+/// live coordinator hands them out) and keeps its own rows itself (`workers::offer`):
+/// that selection is inside the wall time.
 fn run(
     w: &Workload,
     batches: &[Arc<Batch>],
     workers: usize,
 ) -> Result<(Nanos, Nanos, Nanos), Failure> {
-    let mut sharded =
-        Sharded::new(workers, 64, || engine_for(w)).map_err(|e| anyhow::anyhow!(e))?;
-    let (inputs, split_ns) = if workers > 1 {
-        split(&mut sharded, batches)
-    } else {
-        (
-            vec![batches.iter().map(|b| (Arc::clone(b), None)).collect()],
-            0,
-        )
-    };
+    let sharded = Sharded::new(workers, 64, || engine_for(w)).map_err(|e| anyhow::anyhow!(e))?;
     let clock = WallClock::start();
     let start = clock.since_start();
-    let (rows, cpu) = std::thread::scope(|s| {
-        let handles: Vec<_> = (sharded.engines.into_iter().zip(inputs))
-            .map(|(mut engine, input)| {
+    let (rows, cpu, total) = std::thread::scope(|s| {
+        let handles: Vec<_> = (sharded.engines.into_iter().zip(sharded.routers))
+            .map(|(mut engine, mut router)| {
                 s.spawn(move || {
                     let cpu = thread_cpu();
                     let mut rows = 0usize;
-                    for (b, t) in input {
-                        engine.ingest_routed(0, b, t);
+                    for b in batches {
+                        offer(&mut engine, &mut router, 0, b);
                         while engine.run_turn(0).is_some() {}
                         engine.emit(0, |e| rows += e.batch.len());
                     }
@@ -93,29 +60,31 @@ fn run(
             })
             .collect();
         (handles.into_iter().map(|h| h.join().unwrap_or((0, 0))))
-            .fold((0, 0), |(r, c), (rows, cpu)| (r + rows, c.max(cpu)))
+            .fold((0, 0, 0), |(r, c, t), (rows, cpu)| {
+                (r + rows, c.max(cpu), t + cpu)
+            })
     });
     let elapsed = clock.since_start() - start;
     std::hint::black_box(rows);
-    Ok((elapsed, cpu, split_ns))
+    Ok((elapsed, cpu, total))
 }
 
-/// The median and range of `RUNS` runs' wall times, the median busiest-worker CPU time,
-/// and the median time the split took.
+/// The median and range of `RUNS` runs' wall times, and the median CPU time of the
+/// busiest worker and of all workers.
 fn measure(w: &Workload, batches: &[Arc<Batch>], workers: usize) -> Result<[Nanos; 5], Failure> {
     let mut t = Vec::with_capacity(RUNS);
     let mut c = Vec::with_capacity(RUNS);
-    let mut sp = Vec::with_capacity(RUNS);
+    let mut all = Vec::with_capacity(RUNS);
     for _ in 0..RUNS {
-        let (wall, cpu, split) = run(w, batches, workers)?;
+        let (wall, cpu, total) = run(w, batches, workers)?;
         t.push(wall);
         c.push(cpu);
-        sp.push(split);
+        all.push(total);
     }
     t.sort_unstable();
     c.sort_unstable();
-    sp.sort_unstable();
-    Ok([t[RUNS / 2], t[0], t[RUNS - 1], c[RUNS / 2], sp[RUNS / 2]])
+    all.sort_unstable();
+    Ok([t[RUNS / 2], t[0], t[RUNS - 1], c[RUNS / 2], all[RUNS / 2]])
 }
 
 fn mtps(tuples: u64, ns: Nanos) -> f64 {
@@ -139,7 +108,7 @@ pub fn scaling(
     let mut median = Vec::new();
     let mut cpus = Vec::new();
     for n in [1, workers] {
-        let [m, lo, hi, cpu, split] = measure(w, &batches, n)?;
+        let [m, lo, hi, cpu, total] = measure(w, &batches, n)?;
         outln!(
             "(b) on {n} worker{}: {tuples} tuples, median {:.3} s = {:.1} M tuples/s (range {:.1}-{:.1} over {RUNS} runs)",
             if n == 1 { "" } else { "s" },
@@ -149,15 +118,10 @@ pub fn scaling(
             mtps(tuples, lo),
         );
         outln!(
-            "    busiest worker's own CPU time (median): {:.3} s",
-            cpu as f64 / 1e9
+            "    busiest worker's own CPU time (median): {:.3} s; all workers': {:.3} s",
+            cpu as f64 / 1e9,
+            total as f64 / 1e9
         );
-        if split > 0 {
-            outln!(
-                "    split by shard before the workers (once, as the source would; not in the wall time), CPU time: {:.3} s",
-                split as f64 / 1e9
-            );
-        }
         median.push(m);
         cpus.push(cpu);
     }

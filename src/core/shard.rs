@@ -29,6 +29,25 @@ fn hash_str(s: &str) -> u64 {
     mix(h)
 }
 
+/// The hash of an integer (or boolean) key; its shard is the low bits.
+#[inline]
+pub fn key_hash_int(x: i64) -> u64 {
+    mix(x as u64)
+}
+
+/// The hash of a float key: equal keys as the window operator groups them (-0.0 with
+/// 0.0, every NaN together) hash alike.
+#[inline]
+pub fn key_hash_float(x: f64) -> u64 {
+    mix(float_key_bits(x))
+}
+
+/// The hash of a string key.
+#[inline]
+pub fn key_hash_str(s: &str) -> u64 {
+    hash_str(s)
+}
+
 /// Writes the shard (in `0..shards`, `shards` a power of two) of every row's value of
 /// `column` into `out`. Floats hash as the window operator groups them (-0.0 with 0.0,
 /// every NaN together), so one group never spans two shards.
@@ -113,8 +132,8 @@ impl ShardFilter {
     }
 }
 
-/// The event time a worker's rows of a routed batch cannot see: split by shard before the
-/// workers, a worker gets only its rows, and with them, per row, the largest time (and its
+/// The event time a worker's rows of a routed batch cannot see: routed by shard, a
+/// worker keeps only its rows, and with them, per row, the largest time (and its
 /// arrival) among all the stream's rows up to it, whichever worker got them, and `tail`,
 /// that largest time at the end of the batch. The window operator moves its watermark by
 /// these, so windows close and rows are late exactly as on one worker.

@@ -20,7 +20,7 @@ const VALUE_DECAY: f64 = 0.8;
 /// Smoothing of rates and costs (weight of the newest tick).
 const ALPHA: f64 = 0.5;
 /// Ticks of result latency the control signal is computed over.
-const CONTROL_TICKS: usize = 2;
+pub const CONTROL_TICKS: usize = 2;
 
 /// One query as the monitor sees it at a tick.
 #[derive(Clone, Debug, PartialEq)]

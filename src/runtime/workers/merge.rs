@@ -57,14 +57,14 @@ impl Sharded {
         merge(&snaps, &engines, |w, q| self.runs(w, q), |s| self.routed(s))
     }
 
-    /// Whether `stream`'s batches are split by shard before the workers.
+    /// Whether `stream` is routed by shard (each worker keeps only its rows).
     pub fn routed(&self, stream: usize) -> bool {
-        self.router.route(stream) != super::route::Route::Broadcast
+        self.routers[0].route(stream) != super::route::Route::Broadcast
     }
 }
 
 /// Merges per-worker snapshots; `runs(w, q)` says whether worker `w` runs query `q`,
-/// `routed(s)` whether stream `s` is split by shard (its `ingested` then adds).
+/// `routed(s)` whether stream `s` is routed by shard (its `ingested` then adds).
 pub fn merge(
     snaps: &[EngineSnapshot],
     engines: &[&Engine],

@@ -1,7 +1,7 @@
 //! N engine workers over key shards (`docs/workers.md`). Every worker owns a whole
-//! `Engine` over every query. A stream whose queries all share one key column is split by
-//! shard before the workers (`route`): each worker gets only its rows, with the stream's
-//! event time in band. Any other stream is offered whole to every worker (the batch is
+//! `Engine` over every query. A stream whose queries all share one key column is routed by
+//! shard (`route`): every worker reads each batch (shared) and keeps only its rows, with
+//! the stream's event time in band; no thread splits batches for the others. Any other stream is offered whole to every worker (the batch is
 //! shared, never copied), and a keyed query keeps only its worker's key shards in its
 //! pipeline, as a second filter, so its watermark still moves over every row in order.
 //! Either way each group lives on exactly one worker. A query without a plain-column key
@@ -12,11 +12,15 @@
 //! result, and each worker's ledger balances on its own.
 
 #[cfg(feature = "shell")]
+mod collect;
+#[cfg(feature = "shell")]
 pub mod live;
 pub mod merge;
 pub mod report;
 pub mod route;
 pub mod sim;
+#[cfg(feature = "shell")]
+mod worker;
 
 use std::sync::Arc;
 
@@ -40,8 +44,8 @@ pub struct Sharded {
     pub engines: Vec<Engine>,
     pub map: ShardMap,
     pub placement: Vec<Placement>,
-    /// Splits the batches of streams routed by shard (`route`).
-    pub router: Router,
+    /// Per worker: its router, which keeps its rows of streams routed by shard (`route`).
+    pub routers: Vec<Router>,
 }
 
 /// Places the queries of `engine` (already built) for `workers` workers: a query with a
@@ -67,15 +71,16 @@ impl Sharded {
         let map = ShardMap::new(shards, workers);
         let mut engines = Vec::with_capacity(workers);
         let mut placed = Vec::new();
-        let mut router = None;
+        let mut routers = Vec::with_capacity(workers);
         for w in 0..workers {
             let mut e = build()?;
             placed = placement(&e, workers);
-            let r = router.get_or_insert_with(|| Router::new(&e, &placed, &map, workers));
+            routers.push(Router::new(&e, &placed, &map, workers, w));
+            let r = &routers[w];
             for (q, p) in placed.iter().enumerate() {
                 let routed = r.route(e.query_stream(q)) != Route::Broadcast;
                 match *p {
-                    // A routed stream's rows arrive split: nothing to filter.
+                    // A routed stream's rows are selected by the router: nothing to filter.
                     Placement::Sharded { .. } if routed => {}
                     Placement::Sharded { column } => e.set_shard(q, map.filter(column, w)),
                     Placement::Owner(o) if o != w => {
@@ -88,12 +93,11 @@ impl Sharded {
             }
             engines.push(e);
         }
-        let router = router.expect("at least one worker");
         Ok(Sharded {
             engines,
             map,
             placement: placed,
-            router,
+            routers,
         })
     }
 
@@ -101,20 +105,12 @@ impl Sharded {
         self.engines.len()
     }
 
-    /// Offers `batch` of `stream` to the workers: split by shard for a routed stream,
-    /// otherwise whole to every worker, shared.
+    /// Offers `batch` of `stream` to every worker, shared: each keeps its rows of a
+    /// routed stream, or takes the whole batch of any other.
     pub fn ingest(&mut self, stream: usize, batch: Batch) {
-        if let Some(parts) = self.router.split(stream, &batch) {
-            for (e, (b, t)) in self.engines.iter_mut().zip(parts) {
-                if !b.is_empty() {
-                    e.ingest_routed(stream, Arc::new(b), Some(Arc::new(t)));
-                }
-            }
-            return;
-        }
         let batch = Arc::new(batch);
-        for e in &mut self.engines {
-            e.ingest_shared(stream, Arc::clone(&batch));
+        for (e, r) in self.engines.iter_mut().zip(&mut self.routers) {
+            offer(e, r, stream, &batch);
         }
     }
 
@@ -124,5 +120,18 @@ impl Sharded {
             Placement::Sharded { .. } => true,
             Placement::Owner(o) => o == w,
         }
+    }
+}
+
+/// Offers a shared `batch` of `stream` to one worker's engine through its router: its own
+/// rows of a routed stream (nothing when it owns none), the whole batch of any other.
+pub fn offer(engine: &mut Engine, router: &mut Router, stream: usize, batch: &Arc<Batch>) {
+    match router.select(stream, batch) {
+        Some((own, time)) => {
+            if !own.is_empty() {
+                engine.ingest_routed(stream, Arc::new(own), Some(Arc::new(time)));
+            }
+        }
+        None => engine.ingest_shared(stream, Arc::clone(batch)),
     }
 }

@@ -1,17 +1,73 @@
 //! One control report from N workers' reports, for the observers (status line, metrics,
 //! dashboard): the QoS view of the whole run. Rates, queues, shed counts and loads add;
-//! capacity adds (every worker has its own); a query's latency over the window is the
-//! worst worker's (each worker holds a part of the query's keys, and the query meets its
-//! target only if every part does); keep fractions are the lowest any worker installed;
+//! capacity adds (every worker has its own); a query's latency percentiles over the window
+//! are read from the sum of the workers' latency histograms (`MergedLatency`, never the
+//! worst or the mean of the workers' percentiles); keep fractions are the lowest any worker installed;
 //! utility and delivered share are weighted by each worker's input. The engine counters
 //! are merged as `workers::merge` does. Per-tick latency histograms (`tick_latency`) add.
 
 use hdrhistogram::Histogram;
 
+use crate::core::schema::Nanos;
 use crate::core::stats::EngineSnapshot;
+use crate::qos::LatencyWindow;
 use crate::runtime::control::ControlReport;
-use crate::runtime::monitor::{QosSnapshot, QueryQos};
+use crate::runtime::monitor::{CONTROL_TICKS, QosSnapshot, QueryQos};
 use crate::shed::ShedPlan;
+use crate::spec::Workload;
+
+/// The merged view's result latency: per query, a window of the workers' per-tick latency
+/// histograms added, as one monitor's window would hold had one engine recorded them all.
+/// Its percentiles replace the workers' in the merged report.
+#[derive(Debug)]
+pub struct MergedLatency {
+    windows: Vec<LatencyWindow>,
+    /// Per query: the percentile of its latency target, if it has one.
+    targets: Vec<Option<f64>>,
+    window_ticks: usize,
+    scratch: Vec<(u64, u64)>,
+}
+
+impl MergedLatency {
+    /// For `w`'s queries, over the ticks of one second at `tick` (the monitor's window).
+    pub fn new(w: &Workload, tick: Nanos) -> MergedLatency {
+        let window_ticks = (1_000_000_000 / tick.max(1)).max(1) as usize;
+        MergedLatency {
+            windows: Vec::new(),
+            targets: (w.queries.iter())
+                .map(|q| q.qos.as_ref().and_then(|s| s.latency).map(|l| l.percentile))
+                .collect(),
+            window_ticks,
+            scratch: Vec::new(),
+        }
+    }
+
+    /// Ends a tick whose summed per-query latencies are `tick`.
+    pub fn push(&mut self, tick: &[Histogram<u64>]) {
+        while self.windows.len() < tick.len() {
+            self.windows.push(LatencyWindow::new(self.window_ticks));
+        }
+        for (w, h) in self.windows.iter_mut().zip(tick) {
+            w.push(Some(h));
+        }
+    }
+
+    /// Sets each query's p50, p99 and control latency (at its target's percentile over the
+    /// last ticks, or the oldest queued tuple's delay if larger) from the summed windows.
+    pub fn apply(&mut self, queries: &mut [QueryQos]) {
+        for (q, (m, w)) in queries.iter_mut().zip(&self.windows).enumerate() {
+            let scratch = &mut self.scratch;
+            m.p50 = w.percentile(50.0, self.window_ticks, scratch).unwrap_or(0) as Nanos;
+            m.p99 = w.percentile(99.0, self.window_ticks, scratch).unwrap_or(0) as Nanos;
+            if m.latency.is_some()
+                && let Some(Some(p)) = self.targets.get(q)
+            {
+                let at = w.percentile(*p, CONTROL_TICKS, scratch).unwrap_or(0) as Nanos;
+                m.latency = Some(at.max(m.queue_delay));
+            }
+        }
+    }
+}
 
 /// Weighted mean of `f` over `parts` by `w`, or the plain mean when every weight is 0.
 fn mean<T>(parts: &[&T], w: impl Fn(&T) -> f64, f: impl Fn(&T) -> f64) -> f64 {
@@ -35,6 +91,7 @@ fn merge_query(parts: &[&QueryQos]) -> QueryQos {
     m.shed = parts.iter().map(|p| p.shed).sum();
     m.queue_full = parts.iter().map(|p| p.queue_full).sum();
     m.queue_delay = parts.iter().map(|p| p.queue_delay).max().unwrap_or(0);
+    // Placeholders until `MergedLatency::apply` reads them from the summed histograms.
     m.p50 = parts.iter().map(|p| p.p50).max().unwrap_or(0);
     m.p99 = parts.iter().map(|p| p.p99).max().unwrap_or(0);
     m.latency = parts.iter().filter_map(|p| p.latency).max();
@@ -161,4 +218,83 @@ pub fn merge_history(
         }
     }
     m
+}
+
+#[cfg(all(test, feature = "shell"))]
+mod tests {
+    use super::*;
+    use crate::core::stats::latency_histogram;
+    use crate::runtime::control::Controller;
+    use crate::spec::Policy;
+
+    const MS: u64 = 1_000_000;
+
+    fn histogram(values: &[(u64, u64)]) -> Histogram<u64> {
+        let mut h = latency_histogram();
+        for &(v, n) in values {
+            h.record_n(v, n).unwrap();
+        }
+        h
+    }
+
+    /// A query's report as a monitor makes it (target p99 <= 50 ms).
+    fn workload_and_query() -> (Workload, QueryQos) {
+        let w = crate::spec::parse(
+            r#"name: merged-latency
+engine: {tick: 100ms}
+streams:
+  s:
+    schema: {k: int, ts: timestamp}
+    event_time: ts
+    rate: 10
+    count: 10
+    fields: {k: {uniform: {min: 0, max: 9}}, ts: {sequence: {start: 0, step: 1ms}}}
+queries:
+  q:
+    sql: SELECT k, COUNT(*) AS n FROM s GROUP BY k, TUMBLE(ts, INTERVAL '1' SECOND)
+    qos: {latency: {p99: 50ms}}
+"#,
+            "<test>",
+        )
+        .unwrap();
+        let mut e = crate::runtime::assemble::engine_for(&w).unwrap();
+        let mut c = Controller::new(&w, &mut e, Policy::none(), 1.0, 100 * MS as i64, 0);
+        let q = c.tick(&mut e, 100 * MS as i64, &w).qos.queries[0].clone();
+        assert!(q.latency.is_some());
+        (w, q)
+    }
+
+    #[test]
+    fn merged_percentiles_come_from_the_summed_histograms_not_the_worst_worker() {
+        let (w, mut q) = workload_and_query();
+        let mut merged = MergedLatency::new(&w, 100 * MS as i64);
+        // Worker 0: 995 results at 1 ms; worker 1 (a cold shard): 5 results at 500 ms.
+        // Alone, worker 1's p99 is 500 ms; over all 1000 results it is 1 ms.
+        let a = histogram(&[(MS, 995)]);
+        let b = histogram(&[(500 * MS, 5)]);
+        let mut sum = a.clone();
+        sum.add(&b).unwrap();
+        merged.push(&[sum.clone()]);
+        q.queue_delay = 0;
+        merged.apply(std::slice::from_mut(&mut q));
+        assert_eq!(q.p99 as u64, sum.value_at_percentile(99.0));
+        assert_eq!(q.p50 as u64, sum.value_at_percentile(50.0));
+        assert!(q.p99 < 2 * MS as i64, "{}", q.p99);
+        assert_eq!(q.latency, Some(q.p99));
+        // The window spans a second of ticks: 9 more ticks of worker 1 alone at 500 ms
+        // (50 results) bring the sum's p99 up to 500 ms, as one engine's would be.
+        let mut window = sum;
+        for _ in 0..9 {
+            let h = histogram(&[(500 * MS, 50)]);
+            window.add(&h).unwrap();
+            merged.push(&[h]);
+        }
+        merged.apply(std::slice::from_mut(&mut q));
+        assert_eq!(q.p99 as u64, window.value_at_percentile(99.0));
+        assert!(q.p99 >= 500 * MS as i64, "{}", q.p99);
+        // The control signal looks at the last ticks only, and never below the backlog.
+        q.queue_delay = 900 * MS as i64;
+        merged.apply(std::slice::from_mut(&mut q));
+        assert_eq!(q.latency, Some(900 * MS as i64));
+    }
 }

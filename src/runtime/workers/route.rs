@@ -1,17 +1,20 @@
-//! Routing before the workers: a stream whose every query is sharded on the same key
-//! column (and reads the same time) is split by shard once, and each worker gets only its
-//! rows, with the stream's event time those rows cannot see (`RoutedTime`: per row, the
-//! largest time so far over the whole stream; at the end, the batch's). Any other stream
-//! is offered whole to every worker, each keeping its shards in its pipeline.
+//! Routing by shard, done by the workers themselves: a stream whose every query is
+//! sharded on the same key column (and reads the same time) is *routed*. Each batch of it
+//! is shared (one `Arc`) with every worker, and each worker's `Router` keeps its own rows,
+//! with the stream's event time those rows cannot see (`RoutedTime`: per row, the largest
+//! time so far over the whole stream; at the end, the batch's). Nothing splits batches
+//! serially before the workers: each hashes the key column and copies only its rows, in
+//! parallel with the others. Any other stream is offered whole to every worker, each
+//! keeping its shards in its pipeline.
 //!
-//! Invariant: a routed stream's rows reach exactly one worker each, in input order, and
-//! every row's watermark is the one a single engine would have had at that row.
+//! Invariant: a routed stream's rows are kept by exactly one worker each, in input order,
+//! and every row's watermark is the one a single engine would have had at that row.
 
 use crate::core::batch::{Batch, Column};
 use crate::core::engine::Engine;
 use crate::core::plan::{PlanBody, TimeSource};
 use crate::core::schema::{DataType, Nanos};
-use crate::core::shard::{RoutedTime, ShardMap, shards_of};
+use crate::core::shard::{RoutedTime, ShardMap, key_hash_float, key_hash_int, key_hash_str};
 
 use super::Placement;
 
@@ -24,19 +27,21 @@ pub enum Route {
     Broadcast,
 }
 
-/// Splits the batches of routed streams by shard (one per driver: it carries each
-/// stream's largest time so far).
+/// One worker's side of routing: it reads every batch of a routed stream (shared, never
+/// copied by anyone else) and keeps its own rows, with their `RoutedTime`. Every worker
+/// selects for itself, in parallel: nothing splits batches serially before the workers.
+/// One per worker (it carries each stream's largest time so far, which every worker
+/// computes identically since each reads every batch).
 #[derive(Clone, Debug)]
 pub struct Router {
     routes: Vec<Route>,
     types: Vec<Vec<DataType>>,
-    /// Per stream: the largest time routed so far and its arrival.
+    /// Per stream: the largest time seen so far and its arrival.
     high: Vec<(i64, Nanos)>,
-    /// Per virtual shard: its worker.
-    owner: Vec<u32>,
-    workers: usize,
-    shards: Vec<u32>,
-    sel: Vec<Vec<u32>>,
+    /// Per virtual shard: whether this worker owns it.
+    owned: Vec<bool>,
+    /// This worker's rows of the batch being selected.
+    sel: Vec<u32>,
 }
 
 /// The route of each stream of `engine` for `placement` on `workers` workers: split when
@@ -70,8 +75,14 @@ pub fn routes(engine: &Engine, placement: &[Placement], workers: usize) -> Vec<R
 }
 
 impl Router {
-    /// The router of `engine`'s streams for `placement` on the workers of `map`.
-    pub fn new(engine: &Engine, placement: &[Placement], map: &ShardMap, workers: usize) -> Router {
+    /// Worker `me`'s router of `engine`'s streams for `placement` on the workers of `map`.
+    pub fn new(
+        engine: &Engine,
+        placement: &[Placement],
+        map: &ShardMap,
+        workers: usize,
+        me: usize,
+    ) -> Router {
         let routes = routes(engine, placement, workers);
         Router {
             types: (0..routes.len())
@@ -79,10 +90,8 @@ impl Router {
                 .collect(),
             high: vec![(i64::MIN, 0); routes.len()],
             routes,
-            owner: (0..map.shards()).map(|s| map.owner(s) as u32).collect(),
-            workers,
-            shards: Vec::new(),
-            sel: vec![Vec::new(); workers],
+            owned: (0..map.shards()).map(|s| map.owner(s) == me).collect(),
+            sel: Vec::new(),
         }
     }
 
@@ -90,13 +99,14 @@ impl Router {
         self.routes[stream]
     }
 
-    /// Worker `w`'s rows of `batch` of `stream` and their `RoutedTime`, for every worker
-    /// in order (an empty batch where a worker has no row); `None` for a broadcast stream.
-    pub fn split(&mut self, stream: usize, batch: &Batch) -> Option<Vec<(Batch, RoutedTime)>> {
+    /// This worker's rows of `batch` of `stream` and their `RoutedTime` (an empty batch
+    /// when it owns none of them); `None` for a broadcast stream, which the worker takes
+    /// whole. Every batch of a routed stream must pass here, in order, even when the
+    /// worker keeps none of its rows: the batch's time still moves the stream's.
+    pub fn select(&mut self, stream: usize, batch: &Batch) -> Option<(Batch, RoutedTime)> {
         let Route::Split { column, time } = self.routes[stream] else {
             return None;
         };
-        shards_of(batch, column, self.owner.len(), &mut self.shards);
         let times: &[i64] = match time {
             TimeSource::Column(c) => match &batch.columns[c] {
                 Column::Int(v) => v,
@@ -104,29 +114,65 @@ impl Router {
             },
             TimeSource::Arrival => &batch.arrival,
         };
-        let mut prefix: Vec<Vec<(i64, Nanos)>> = (self.sel.iter())
-            .map(|_| Vec::with_capacity(batch.len() / self.workers + 1))
-            .collect();
-        self.sel.iter_mut().for_each(Vec::clear);
+        let n = batch.len();
+        // Written for every row, kept (`j` moves on) for owned ones: no branch on the
+        // owner, which is a coin toss the branch predictor cannot learn.
+        self.sel.clear();
+        self.sel.resize(n, 0);
+        let mut prefix = vec![(0, 0); n];
         let mut high = self.high[stream];
-        for (row, (&shard, &t)) in self.shards.iter().zip(times).enumerate() {
-            if t > high.0 {
-                high = (t, batch.arrival[row]);
-            }
-            let w = self.owner[shard as usize] as usize;
-            self.sel[w].push(row as u32);
-            prefix[w].push(high);
-        }
-        self.high[stream] = high;
-        let types = &self.types[stream];
-        Some(
-            (self.sel.iter().zip(prefix))
-                .map(|(sel, prefix)| {
-                    let mut b = Batch::new(types, sel.len());
-                    b.gather_from(batch, sel);
-                    (b, RoutedTime { prefix, tail: high })
+        let arrival = &batch.arrival;
+        let (sel, owned) = (&mut self.sel[..], &self.owned[..]);
+        let kept = match &batch.columns[column] {
+            Column::Int(v) => keep_owned(owned, times, arrival, &mut high, sel, &mut prefix, |i| {
+                key_hash_int(v[i])
+            }),
+            Column::Float(v) => {
+                keep_owned(owned, times, arrival, &mut high, sel, &mut prefix, |i| {
+                    key_hash_float(v[i])
                 })
-                .collect(),
-        )
+            }
+            Column::Bool(v) => {
+                keep_owned(owned, times, arrival, &mut high, sel, &mut prefix, |i| {
+                    key_hash_int(i64::from(v[i]))
+                })
+            }
+            Column::Str(v) => keep_owned(owned, times, arrival, &mut high, sel, &mut prefix, |i| {
+                key_hash_str(&v[i])
+            }),
+        };
+        self.high[stream] = high;
+        self.sel.truncate(kept);
+        prefix.truncate(kept);
+        let mut b = Batch::new(&self.types[stream], kept);
+        b.gather_from(batch, &self.sel);
+        Some((b, RoutedTime { prefix, tail: high }))
     }
+}
+
+/// Writes every row's index and its time prefix at `sel[j]`, `prefix[j]`, moving `j` on
+/// only for rows whose key's hash (`hash(row)`) falls in an owned shard; returns how many
+/// were kept.
+fn keep_owned(
+    owned: &[bool],
+    times: &[i64],
+    arrival: &[Nanos],
+    high: &mut (i64, Nanos),
+    sel: &mut [u32],
+    prefix: &mut [(i64, Nanos)],
+    hash: impl Fn(usize) -> u64,
+) -> usize {
+    let mask = (owned.len() - 1) as u64;
+    let mut j = 0;
+    let mut h = *high;
+    for (i, (&t, &a)) in times.iter().zip(arrival).enumerate() {
+        if t > h.0 {
+            h = (t, a);
+        }
+        sel[j] = i as u32;
+        prefix[j] = h;
+        j += usize::from(owned[(hash(i) & mask) as usize]);
+    }
+    *high = h;
+    j
 }

@@ -1,0 +1,179 @@
+//! One live engine worker thread (`workers::live`): it owns an `Engine`, a `Controller`
+//! (one core, against the queries' shared targets) and its `Router`. Every batch reaches
+//! it shared; it keeps its own rows of a routed stream itself (`workers::offer`), ingests
+//! (the drop decision comes there, before its queue), runs turns, and sends back its result
+//! rows and, at each in-band frontier marker, its tick's control report.
+//!
+//! Invariant: the worker ticks its engine at a marker only after every batch sent before
+//! that marker has been ingested, so its frontier is exactly the coordinator's.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use crossbeam_channel::{Receiver, Sender, TryRecvError};
+use hdrhistogram::Histogram;
+
+use super::offer;
+use super::route::Router;
+use crate::core::batch::Batch;
+use crate::core::engine::Engine;
+use crate::core::operators::ResultApprox;
+use crate::core::schema::Nanos;
+use crate::runtime::clock::WallClock;
+use crate::runtime::control::{ControlReport, Controller, RunHistory};
+use crate::spec::{Flow, Workload};
+
+/// What the coordinator sends a worker, in order.
+pub(super) enum ToWorker {
+    /// A whole batch of a stream, shared by every worker.
+    Batch(usize, Arc<Batch>),
+    Malformed(usize, u64),
+    /// Frontier marker: tick at `at` with these per-stream frontiers.
+    Tick {
+        at: Nanos,
+        frontiers: Arc<[Nanos]>,
+    },
+    /// Drain, flush and return (or, aborting, return at once).
+    Finish {
+        abort: bool,
+    },
+}
+
+/// What a worker sends the coordinator.
+pub(super) enum FromWorker {
+    Rows {
+        index: usize,
+        rows: Batch,
+        approx: Option<ResultApprox>,
+        emitted_at: Nanos,
+    },
+    Report {
+        worker: usize,
+        report: Box<ControlReport>,
+        latency: Vec<Histogram<u64>>,
+    },
+}
+
+/// What a worker hands back at the end.
+pub(super) struct WorkerEnd {
+    pub engine: Engine,
+    pub report: ControlReport,
+    pub latency: Vec<Histogram<u64>>,
+    pub history: RunHistory,
+    pub violations: u64,
+}
+
+/// A worker's state, moved onto its thread.
+pub(super) struct Worker<'a> {
+    pub index: usize,
+    pub workload: &'a Workload,
+    pub engine: Engine,
+    pub controller: Controller,
+    pub router: Router,
+    pub rx: Receiver<ToWorker>,
+    pub out: Sender<FromWorker>,
+    pub clock: WallClock,
+}
+
+fn send_rows(out: &Sender<FromWorker>, engine: &mut Engine, now: Nanos) {
+    engine.emit(now, |e| {
+        let _ = out.send(FromWorker::Rows {
+            index: e.index,
+            rows: e.batch.clone(),
+            approx: e.approx.cloned(),
+            emitted_at: e.emitted_at,
+        });
+    });
+}
+
+fn tick_latency(c: &Controller) -> Vec<Histogram<u64>> {
+    c.tick_latency().into_iter().cloned().collect()
+}
+
+impl Worker<'_> {
+    /// Ingests what arrives, runs turns, ticks at each frontier marker, until `Finish`.
+    pub fn run(self) -> WorkerEnd {
+        let Worker {
+            index: k,
+            workload: w,
+            mut engine,
+            mut controller,
+            mut router,
+            rx,
+            out,
+            clock,
+        } = self;
+        let pull: Vec<usize> = (w.streams.iter().enumerate())
+            .filter(|(_, s)| s.source.flow == Flow::Pull)
+            .map(|(i, _)| i)
+            .collect();
+        let batch_size = w.engine.batch_size.max(1);
+        let mut finishing = false;
+        let mut aborted = false;
+        loop {
+            // A pull stream's queues bound what is read: the channel, then the source, wait.
+            let room = pull
+                .iter()
+                .all(|&s| engine.stream_room(s) >= batch_size || engine.stream_drained(s));
+            let msg = if finishing || !room {
+                None
+            } else if engine.has_work() {
+                match rx.try_recv() {
+                    Ok(m) => Some(m),
+                    Err(TryRecvError::Empty) => None,
+                    Err(TryRecvError::Disconnected) => Some(ToWorker::Finish { abort: false }),
+                }
+            } else {
+                match rx.recv_timeout(Duration::from_millis(1)) {
+                    Ok(m) => Some(m),
+                    Err(crossbeam_channel::RecvTimeoutError::Timeout) => None,
+                    Err(_) => Some(ToWorker::Finish { abort: false }),
+                }
+            };
+            match msg {
+                Some(ToWorker::Batch(s, b)) => offer(&mut engine, &mut router, s, &b),
+                Some(ToWorker::Malformed(s, n)) => engine.record_malformed(s, n),
+                Some(ToWorker::Tick { at, frontiers }) => {
+                    engine.tick_timed(at, |s| frontiers[s], || clock.now());
+                    send_rows(&out, &mut engine, clock.now());
+                    let report = controller.tick(&mut engine, clock.now(), w);
+                    let _ = out.send(FromWorker::Report {
+                        worker: k,
+                        report: Box::new(report),
+                        latency: tick_latency(&controller),
+                    });
+                }
+                Some(ToWorker::Finish { abort }) => {
+                    finishing = true;
+                    aborted = abort;
+                }
+                None => {}
+            }
+            if aborted {
+                break;
+            }
+            if engine.has_work() {
+                let start = clock.now();
+                if let Some(turn) = engine.run_turn(start) {
+                    engine.record_busy(turn.query, clock.now() - start);
+                    send_rows(&out, &mut engine, clock.now());
+                    controller.guard(&mut engine, clock.now());
+                }
+            } else if finishing {
+                break;
+            }
+        }
+        if !aborted {
+            engine.flush(clock.now());
+            send_rows(&out, &mut engine, clock.now());
+        }
+        let report = controller.measure(&mut engine, clock.now());
+        WorkerEnd {
+            latency: tick_latency(&controller),
+            history: controller.history().clone(),
+            violations: controller.violations(),
+            report,
+            engine,
+        }
+    }
+}
