@@ -1,12 +1,18 @@
 //! `IndexSet`: a set of small indices (query numbers) as a bitset, for the engine's "which
 //! queries have queued input / unemitted results" sets. Invariant: bit `i` of `words` is
 //! set iff `i` is in the set; iteration is in index order, as a `BTreeSet<usize>`'s is.
-//! Inserting and removing are one word operation; finding the next member scans words.
+//! Inserting and removing are one word operation; finding the next member scans words,
+//! from the lowest word that may hold one (`low`), and an empty set answers at once (`len`):
+//! the engine asks "any member?" after every turn, with thousands of queries.
 
 /// A set of indices in index order.
 #[derive(Clone, Debug, Default)]
 pub struct IndexSet {
     words: Vec<u64>,
+    /// Members.
+    len: usize,
+    /// No word below this one has a bit set.
+    low: usize,
 }
 
 impl IndexSet {
@@ -20,20 +26,44 @@ impl IndexSet {
         if w >= self.words.len() {
             self.words.resize(w + 1, 0);
         }
-        self.words[w] |= 1 << (i % 64);
+        let bit = 1 << (i % 64);
+        if self.words[w] & bit == 0 {
+            self.words[w] |= bit;
+            self.len += 1;
+            self.low = self.low.min(w);
+        }
+    }
+
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
     }
 
     /// Removes `i` (nothing if absent).
     pub fn remove(&mut self, i: usize) {
         if let Some(w) = self.words.get_mut(i / 64) {
-            *w &= !(1 << (i % 64));
+            let bit = 1 << (i % 64);
+            if *w & bit != 0 {
+                *w &= !bit;
+                self.len -= 1;
+            }
         }
     }
 
     /// The least member `>= from`.
     pub fn next_from(&self, from: usize) -> Option<usize> {
+        if self.len == 0 {
+            return None;
+        }
         let mut w = from / 64;
         let mut bits = self.words.get(w)? & (u64::MAX << (from % 64));
+        if w < self.low {
+            w = self.low;
+            bits = *self.words.get(w)?;
+        }
         loop {
             if bits != 0 {
                 return Some(w * 64 + bits.trailing_zeros() as usize);
@@ -50,7 +80,11 @@ impl IndexSet {
 
     /// Removes and returns the least member.
     pub fn pop_first(&mut self) -> Option<usize> {
-        let i = self.first()?;
+        let Some(i) = self.first() else {
+            self.low = self.words.len();
+            return None;
+        };
+        self.low = i / 64;
         self.remove(i);
         Some(i)
     }
@@ -78,6 +112,7 @@ impl IndexSet {
                 b &= b - 1;
                 if !keep(w * 64 + t) {
                     *word &= !(1 << t);
+                    self.len -= 1;
                 }
             }
         }
@@ -122,13 +157,24 @@ mod tests {
                 _ => assert_eq!(a.pop_first(), b.pop_first()),
             }
             assert_eq!(a.first(), b.first().copied());
+            assert_eq!(a.len(), b.len());
         }
         a.retain(|i| i % 3 != 0);
         b.retain(|i| i % 3 != 0);
+        assert_eq!(a.len(), b.len());
         assert_eq!(
             a.iter().collect::<Vec<_>>(),
             b.into_iter().collect::<Vec<_>>()
         );
         assert_eq!(a.next_from(10_000), None);
+        // Emptied by `pop_first`, then refilled below where it last looked.
+        while a.pop_first().is_some() {}
+        assert!(a.is_empty() && a.first().is_none());
+        a.insert(299);
+        a.insert(3);
+        assert_eq!(
+            (a.first(), a.next_from(4), a.len()),
+            (Some(3), Some(299), 2)
+        );
     }
 }

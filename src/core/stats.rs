@@ -43,9 +43,17 @@ impl LazyHistogram {
         self.get().map_or(0, |h| h.max())
     }
 
-    /// Forgets every value and keeps the allocation.
+    /// p50, p99 and max.
+    pub fn quantiles(&self) -> [u64; 3] {
+        [self.quantile(0.5), self.quantile(0.99), self.max()]
+    }
+
+    /// Forgets every value and keeps the allocation (an empty histogram is left as is:
+    /// clearing costs a pass over every bucket).
     pub fn reset(&mut self) {
-        if let Some(h) = &mut self.0 {
+        if let Some(h) = &mut self.0
+            && !h.is_empty()
+        {
             h.reset();
         }
     }
@@ -69,11 +77,15 @@ pub struct QueryStats {
     /// Result latency since the last control tick (the QoS monitor's sliding window keeps
     /// what each tick recorded).
     pub latency_tick: LazyHistogram,
+    /// p50, p99 and max of `latency`, kept by `Engine::refresh_quantiles` until the next
+    /// value (a quantile is a pass over the buckets: thousands of queries, every tick).
+    pub quantiles: Option<[u64; 3]>,
 }
 
 impl QueryStats {
     pub fn record_latency(&mut self, latency: Nanos) {
         let v = latency.max(1_000) as u64;
+        self.quantiles = None;
         self.latency.record(v);
         self.latency_tick.record(v);
     }

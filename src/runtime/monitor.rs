@@ -265,6 +265,7 @@ impl Monitor {
 
     /// Takes the measurements of the tick ending at `now`.
     pub fn tick(&mut self, engine: &mut Engine, now: Nanos) -> QosSnapshot {
+        engine.refresh_quantiles();
         let snap = engine.snapshot();
         let dt = ((now - self.prev_at).max(1)) as f64 / 1e9;
         let mut prev = self.prev.take().unwrap_or_else(|| zeroed(&snap));
@@ -314,12 +315,22 @@ impl Monitor {
             // Slide the latency window by one tick.
             let tick = engine.tick_latency(qi);
             t.latency.push(tick);
+            // Empty histograms are not cleared or added: a pass over every bucket each, for
+            // each of many quiet queries, every tick.
             match (&mut t.last_tick, tick) {
                 (Some(last), Some(h)) => {
-                    last.reset();
-                    let _ = last.add(h);
+                    if !last.is_empty() {
+                        last.reset();
+                    }
+                    if !h.is_empty() {
+                        let _ = last.add(h);
+                    }
                 }
-                (Some(last), None) => last.reset(),
+                (Some(last), None) => {
+                    if !last.is_empty() {
+                        last.reset();
+                    }
+                }
                 (None, Some(h)) => t.last_tick = Some(h.clone()),
                 (None, None) => {}
             }

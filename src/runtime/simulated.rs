@@ -5,7 +5,10 @@
 //!
 //! Sources are generated in slices of `SLICE` virtual time; a slice's tuples (spread evenly
 //! over it) are ingested once the clock reaches its end, which adds at most one slice of
-//! delay to every result in both the measured and the reference runs.
+//! delay to every result in both the measured and the reference runs. A push stream with
+//! many readers (`HOLD_READERS`) and few tuples per slice ingests its slices together, up to
+//! `HOLD_MAX` of them, spread evenly over the time they cover: the per-query work of a slice
+//! is then paid once per held span.
 //!
 //! `Disturbances` add what a live machine does to a run (cost jitter, pauses of the
 //! engine thread, a neighbour taking capacity, work per emitted row), drawn from their own
@@ -29,6 +32,17 @@ use crate::spec::{Flow, GeneratorSpec, Policy, SourceKind, Workload};
 
 /// Virtual time granularity of sources.
 pub const SLICE: Nanos = 1_000_000;
+
+/// A push stream read by at least this many queries holds its slices back while they bring
+/// fewer than `batch_size` tuples, for at most `HOLD_MAX`: each ingested slice costs every
+/// reader a queue push and a scheduler turn whatever it brings, so at low per-query rates
+/// one-tuple slices would make a run's work queries x slices. Streams with fewer readers
+/// ingest every slice.
+pub const HOLD_READERS: usize = 64;
+
+/// The most virtual time a held stream's tuples wait before they are ingested (the extra
+/// delay a slice can add to its results, on top of one slice).
+pub const HOLD_MAX: Nanos = 10 * SLICE;
 
 /// A simulated run's settings, checked by `SimSettings::from_workload`.
 #[derive(Clone, Debug, PartialEq)]
@@ -162,6 +176,9 @@ pub struct SimReport {
     pub interrupted: bool,
     /// The summary observers received with `RunEnded`.
     pub summary: RunSummary,
+    /// Scheduler turns the run took: with idle queries skipped and slices held at low
+    /// per-query rates, about (batches ingested x readers), not (slices x queries).
+    pub turns: u64,
 }
 
 /// Most tuples an unlimited pull source offers per slice (bounds a stream nobody reads).
@@ -173,6 +190,8 @@ struct Source {
     flow: Flow,
     types: Vec<crate::core::schema::DataType>,
     sent: u64,
+    /// Start of the first slice whose tuples are held back (not yet ingested), if any.
+    held_from: Option<Nanos>,
 }
 
 /// Runs `w` on virtual time. `on_emit` receives every result batch; `controller` runs
@@ -241,6 +260,7 @@ pub fn run_simulated_script(
                 flow: s.source.flow,
                 types: s.schema.types(),
                 sent: 0,
+                held_from: None,
             }
         })
         .collect();
@@ -272,6 +292,7 @@ pub fn run_simulated_script(
     let mut duration = settings.duration;
     let mut interrupted = false;
     let mut aborted = false;
+    let mut turns: u64 = 0;
     loop {
         // Stopped early: sources end now, then the queues drain as at the end of a run.
         if !interrupted && let Some(reason) = stop.reason() {
@@ -292,7 +313,10 @@ pub fn run_simulated_script(
             });
             break;
         }
-        while let Some(change) = script.next_if(|c| c.at <= now) {
+        // (`peek` first: `next_if` moves the change out and back on every turn.)
+        while script.peek().is_some_and(|c| c.at <= now)
+            && let Some(change) = script.next()
+        {
             if let Command::Add(q) = &change.command {
                 costs.push(q.cost.unwrap_or(0));
             }
@@ -340,10 +364,21 @@ pub fn run_simulated_script(
                     n = n.min(room).min(PULL_SLICE_CAP);
                 }
                 if n == 0 {
+                    src.held_from = None;
                     continue;
                 }
-                let spacing = SLICE / n as Nanos;
-                let mut first = from;
+                let held_from = *src.held_from.get_or_insert(from);
+                let hold = src.flow == Flow::Push
+                    && engine.stream_readers(i) >= HOLD_READERS
+                    && n < batch_size as u64
+                    && to - held_from < HOLD_MAX
+                    && to < duration;
+                if hold {
+                    continue;
+                }
+                src.held_from = None;
+                let spacing = (to - held_from) / n as Nanos;
+                let mut first = held_from;
                 while n > 0 {
                     let k = n.min(batch_size as u64) as usize;
                     let mut b = Batch::new(&src.types, k);
@@ -357,6 +392,7 @@ pub fn run_simulated_script(
             generated_to = to;
         }
         if let Some(turn) = engine.run_turn(now) {
+            turns += 1;
             let jitter = if d.cost_jitter > 0.0 {
                 1.0 + d.cost_jitter.min(0.99) * (2.0 * rng.random::<f64>() - 1.0)
             } else {
@@ -472,5 +508,6 @@ pub fn run_simulated_script(
         virtual_end: now,
         interrupted,
         summary,
+        turns,
     }
 }

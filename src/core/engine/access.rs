@@ -89,10 +89,27 @@ impl Engine {
         self.queries[q].stats.latency_tick.get()
     }
 
+    /// Empties every query's tick histogram. An empty one is left alone (clearing one costs
+    /// a pass over its buckets, and most of many queries record nothing in a tick).
     pub fn reset_tick_latency(&mut self) {
         for q in &mut self.queries {
             q.stats.latency_tick.reset();
         }
+    }
+
+    /// Caches each query's run-long latency quantiles where new values came in since, so
+    /// that a `snapshot` every tick costs a quiet query no pass over its histogram.
+    pub fn refresh_quantiles(&mut self) {
+        for q in &mut self.queries {
+            if q.stats.quantiles.is_none() && q.stats.latency.get().is_some() {
+                q.stats.quantiles = Some(q.stats.latency.quantiles());
+            }
+        }
+    }
+
+    /// How many queries read `stream` (removed ones included).
+    pub fn stream_readers(&self, stream: usize) -> usize {
+        self.streams[stream].readers.len()
     }
 
     /// Arrival time of the oldest tuple waiting in query `q`'s input queue.

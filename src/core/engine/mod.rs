@@ -406,7 +406,6 @@ impl Engine {
             }));
             self.scheduler.pick(&self.views, queries.len(), now)?
         };
-        self.unemitted.insert(qi);
         let q = &mut self.queries[qi];
         let item = q.queue.pop()?;
         if let Some(o) = &mut q.processed_values {
@@ -420,6 +419,11 @@ impl Engine {
             &mut q.out,
         );
         q.stats.processed += item.batch.len() as u64;
+        // Only a query with results is visited by `emit` (most of many filters emit
+        // nothing in most turns).
+        if !q.out.is_empty() {
+            self.unemitted.insert(qi);
+        }
         Some(Turn {
             query: qi,
             tuples: item.batch.len(),
@@ -541,7 +545,10 @@ impl Engine {
 
 /// The counters of one query.
 fn query_snapshot(q: &QueryState) -> QuerySnapshot {
-    let h = &q.stats.latency;
+    let [p50, p99, max] = q
+        .stats
+        .quantiles
+        .unwrap_or_else(|| q.stats.latency.quantiles());
     QuerySnapshot {
         name: q.def.name.clone(),
         stream: q.def.plan.stream.clone(),
@@ -553,9 +560,9 @@ fn query_snapshot(q: &QueryState) -> QuerySnapshot {
         late: q.pipeline.late(),
         windows_lost: q.pipeline.windows_lost(),
         results: q.stats.results,
-        p50: h.quantile(0.5) as Nanos,
-        p99: h.quantile(0.99) as Nanos,
-        max: h.max() as Nanos,
+        p50: p50 as Nanos,
+        p99: p99 as Nanos,
+        max: max as Nanos,
         processed_values: q
             .processed_values
             .as_ref()

@@ -5,6 +5,10 @@
 //! merges malformed counts into one sampled report per `SAMPLE_EVERY`, and owns the
 //! frontier.
 //!
+//! Sample invariant: a connection stores a sample message in the shared slot before any
+//! malformed count that did not store one can leave a connection, so every report of a
+//! count carries a message (this report's sample, or the last one), never an empty one.
+//!
 //! Frontier invariant: the forwarder never sends a stamp below the highest stamp or
 //! frontier it has already sent (it raises earlier stamps to that floor), so it may move
 //! the frontier to `now` whenever it has nothing queued. It does so every `FRONTIER_TICK`,
@@ -17,8 +21,8 @@ use std::io;
 use std::mem;
 use std::net::SocketAddr;
 use std::pin::Pin;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use tokio::net::{TcpListener, TcpStream};
@@ -41,7 +45,7 @@ const CHANNEL: usize = 64;
 /// What a connection tells the forwarder.
 enum Msg {
     Batch(Batch),
-    Malformed { count: u64, sample: Option<String> },
+    Malformed(u64),
 }
 
 /// A bound listener, ready to run as a stream's source.
@@ -93,8 +97,11 @@ struct Shared {
     schema: Schema,
     format: LineFormat,
     max_line: usize,
-    /// The next malformed line may format a sample message (set once per report).
+    /// The next malformed line may format a sample message (set once per report). Cleared
+    /// only after the message is in `sample`, under its lock.
     sample_wanted: AtomicBool,
+    /// The sample message of this report, taken by the forwarder when it reports.
+    sample: Mutex<Option<String>>,
     active: AtomicUsize,
 }
 
@@ -102,7 +109,6 @@ struct Shared {
 #[derive(Default)]
 struct Pending {
     malformed: u64,
-    sample: Option<String>,
     last_sample: String,
     refused: u64,
     refused_last: Option<SocketAddr>,
@@ -145,6 +151,7 @@ impl TcpSource {
             format: spec.format,
             max_line: spec.max_line,
             sample_wanted: AtomicBool::new(true),
+            sample: Mutex::new(None),
             active: AtomicUsize::new(0),
         });
         let ctx = &shared.ctx;
@@ -261,11 +268,8 @@ async fn forward(
             }
             ctx.send(b).await
         }
-        Msg::Malformed { count, sample } => {
+        Msg::Malformed(count) => {
             pending.malformed += count;
-            if pending.sample.is_none() {
-                pending.sample = sample;
-            }
             Ok(())
         }
     }
@@ -278,7 +282,12 @@ async fn report(
     max_connections: usize,
 ) -> Result<(), crate::runtime::source::Closed> {
     if p.malformed > 0 {
-        if let Some(s) = p.sample.take() {
+        let taken = shared
+            .sample
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take();
+        if let Some(s) = taken {
             p.last_sample = s;
         }
         shared
@@ -303,17 +312,24 @@ async fn report(
 /// One connection's malformed lines since it last sent them on.
 struct Bad {
     count: u64,
-    sample: Option<String>,
 }
 
 impl Bad {
+    /// Counts a malformed line, and stores its message as the report's sample if none is
+    /// wanted yet. The flag is cleared only once the message is stored: a line that sees
+    /// it cleared was preceded by a stored sample, so the forwarder never receives a count
+    /// before any sample exists (connections race each other to the forwarder).
     fn add(&mut self, s: &Shared, id: u64, peer: SocketAddr, line: u64, e: &LineError) {
         self.count += 1;
-        if self.sample.is_none() && s.sample_wanted.swap(false, Ordering::AcqRel) {
-            self.sample = Some(format!(
-                "connection {id} ({peer}) line {line}: {}",
-                ShowError(e, &s.schema)
-            ));
+        if s.sample_wanted.load(Ordering::Acquire) {
+            let mut slot = s.sample.lock().unwrap_or_else(PoisonError::into_inner);
+            if s.sample_wanted.load(Ordering::Acquire) {
+                *slot = Some(format!(
+                    "connection {id} ({peer}) line {line}: {}",
+                    ShowError(e, &s.schema)
+                ));
+                s.sample_wanted.store(false, Ordering::Release);
+            }
         }
     }
 }
@@ -341,10 +357,7 @@ async fn serve(
     let mut lines = LineBuffer::new(s.max_line);
     let mut parser = LineParser::new(&s.schema, s.format);
     let mut batch = Batch::new(&types, batch_size);
-    let mut bad = Bad {
-        count: 0,
-        sample: None,
-    };
+    let mut bad = Bad { count: 0 };
     loop {
         if s.ctx.stopped() {
             return;
@@ -404,10 +417,7 @@ async fn flush(
         tx.send(Msg::Batch(b)).await.map_err(|_| ())?;
     }
     if bad.count > 0 {
-        let msg = Msg::Malformed {
-            count: mem::take(&mut bad.count),
-            sample: bad.sample.take(),
-        };
+        let msg = Msg::Malformed(mem::take(&mut bad.count));
         tx.send(msg).await.map_err(|_| ())?;
     }
     Ok(())
