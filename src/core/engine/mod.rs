@@ -435,10 +435,12 @@ impl Engine {
             &mut q.out,
         );
         q.stats.processed += item.batch.len() as u64;
-        Some(Turn {
-            query: qi,
-            tuples: item.batch.len(),
-        })
+        let tuples = item.batch.len();
+        if item.prefiltered {
+            let stream = q.stream;
+            self.streams[stream].shared.recycle(item.batch);
+        }
+        Some(Turn { query: qi, tuples })
     }
 
     /// Closes arrival-time windows that have ended by `now`. `frontier(stream)` is the

@@ -41,7 +41,13 @@ pub(super) struct StreamShare {
     /// The readers changed since the index was built.
     dirty: bool,
     share_min: usize,
+    /// Narrowed batches the queries are done with, reused (this stream's column types):
+    /// a member's batch costs no allocation but its `Arc`.
+    spare: Vec<Batch>,
 }
+
+/// Spare batches kept per stream at most.
+const SPARE: usize = 4096;
 
 impl Default for StreamShare {
     fn default() -> StreamShare {
@@ -49,6 +55,7 @@ impl Default for StreamShare {
             index: SharedIndex::default(),
             dirty: true,
             share_min: DEFAULT_SHARE_MIN,
+            spare: Vec::new(),
         }
     }
 }
@@ -80,7 +87,7 @@ impl StreamShare {
     /// Rows of the last routed `batch` left for query `q`, and how many the index filtered
     /// out (counted as processed by the caller).
     pub(super) fn narrow(
-        &self,
+        &mut self,
         q: usize,
         batch: &Batch,
         time: Option<&Arc<RoutedTime>>,
@@ -95,10 +102,27 @@ impl StreamShare {
         } else if rows.len() == batch.len() {
             (Narrowed::Whole { prefiltered: true }, 0)
         } else {
-            let mut kept = Batch::new(types, rows.len());
+            let mut kept = match self.spare.pop() {
+                Some(mut b) => {
+                    b.clear();
+                    b
+                }
+                None => Batch::new(types, rows.len()),
+            };
             kept.gather_from(batch, rows);
             let t = time.map(|t| Arc::new(t.gather(rows)));
             (Narrowed::Rows(Arc::new(kept), t), skipped)
+        }
+    }
+}
+
+impl StreamShare {
+    /// Takes back a batch of this stream a query has processed, if nothing else holds it.
+    pub(super) fn recycle(&mut self, batch: Arc<Batch>) {
+        if self.spare.len() < SPARE
+            && let Ok(b) = Arc::try_unwrap(batch)
+        {
+            self.spare.push(b);
         }
     }
 }
