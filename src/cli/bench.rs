@@ -30,6 +30,10 @@ pub struct BenchArgs {
     /// print `scaling: N workers = X.XXx of 1`.
     #[arg(long, value_parser = clap::value_parser!(u16).range(2..=64))]
     pub workers: Option<u16>,
+    /// Only measure the many-queries lines (100 and 1000 filter queries on one stream:
+    /// typed loop, shared, unshared).
+    #[arg(long)]
+    pub many: bool,
 }
 
 fn parse_batch_size(s: &str) -> Result<usize, String> {
@@ -84,6 +88,10 @@ pub fn bench(args: BenchArgs) -> Result<ExitCode, Failure> {
     let generation = clock.since_start() - start;
     if let Some(n) = args.workers {
         super::bench_workers::scaling(&w, batches, args.tuples, n as usize)?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    if args.many {
+        super::bench_many::bench_many(&batches, args.tuples, &clock)?;
         return Ok(ExitCode::SUCCESS);
     }
 

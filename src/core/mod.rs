@@ -17,5 +17,6 @@ pub mod retain;
 pub mod scheduler;
 pub mod schema;
 pub mod shard;
+pub mod shared;
 pub mod stats;
 pub mod timefmt;

@@ -29,6 +29,9 @@ pub struct Queued {
     /// For a batch split by shard before the workers: the stream's event time its rows
     /// cannot see (`RoutedTime`); `None` when the batch holds every row of the stream.
     pub time: Option<Arc<RoutedTime>>,
+    /// Every row passed the query's indexed conjunct at ingest (shared evaluation): the
+    /// pipeline runs only the rest of its filter (`Pipeline::set_residual`).
+    pub prefiltered: bool,
 }
 
 #[derive(Debug)]

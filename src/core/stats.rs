@@ -29,6 +29,13 @@ impl LazyHistogram {
             .saturating_record(v);
     }
 
+    /// `record` of `v`, `n` times.
+    pub fn record_n(&mut self, v: u64, n: u64) {
+        self.0
+            .get_or_insert_with(|| Box::new(latency_histogram()))
+            .saturating_record_n(v, n);
+    }
+
     /// The histogram, once something was recorded (it may have been reset since).
     pub fn get(&self) -> Option<&Histogram<u64>> {
         self.0.as_deref()
@@ -88,6 +95,28 @@ impl QueryStats {
         self.quantiles = None;
         self.latency.record(v);
         self.latency_tick.record(v);
+    }
+
+    /// The latencies of rows emitted at `now` that arrived at `arrivals`: runs of one
+    /// latency (rows of one source batch share an arrival) are recorded at once.
+    pub fn record_latencies(&mut self, now: Nanos, arrivals: &[Nanos]) {
+        let mut run: Option<(u64, u64)> = None;
+        for &a in arrivals {
+            let v = (now - a).max(1_000) as u64;
+            match &mut run {
+                Some((w, n)) if *w == v => *n += 1,
+                _ => {
+                    if let Some((w, n)) = run.replace((v, 1)) {
+                        self.latency.record_n(w, n);
+                        self.latency_tick.record_n(w, n);
+                    }
+                }
+            }
+        }
+        if let Some((w, n)) = run {
+            self.latency.record_n(w, n);
+            self.latency_tick.record_n(w, n);
+        }
     }
 }
 

@@ -31,6 +31,8 @@ impl Engine {
     /// (replacing any earlier such observer); `QuerySnapshot::processed_values` reports them.
     pub fn observe_processed_values(&mut self, q: usize, observer: ValueObserver) {
         self.queries[q].processed_values = Some(observer);
+        let stream = self.queries[q].stream;
+        self.streams[stream].shared.invalidate();
     }
 
     /// Retires a value observer (its query left): it counts nothing from now on, and its

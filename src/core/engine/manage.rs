@@ -90,10 +90,12 @@ impl Engine {
         }
         let stream = self.queries[q].stream;
         self.streams[stream].readers.retain(|&r| r != q);
+        self.streams[stream].shared.invalidate();
         let st = &mut self.queries[q];
         let mut rows_dropped = 0;
         if flush {
             while let Some(item) = st.queue.pop() {
+                st.pipeline.next_prefiltered(item.prefiltered);
                 st.pipeline.process_routed(
                     &item.batch,
                     item.keep,

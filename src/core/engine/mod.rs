@@ -16,10 +16,12 @@ mod access;
 mod history;
 mod manage;
 mod shard;
+mod shared;
 
 pub use history::Replay;
 pub use manage::Removal;
 pub use shard::shard_column;
+pub use shared::DEFAULT_SHARE_MIN;
 
 use super::batch::Batch;
 use super::drop::{DropPoint, DropReason};
@@ -96,6 +98,8 @@ struct StreamState {
     retained: Option<super::retain::Retained>,
     /// A batch of no rows of this schema: what a query that keeps nothing is handed.
     empty: Arc<Batch>,
+    /// The predicate index shared by the readers' filters (`shared.rs`).
+    shared: shared::StreamShare,
 }
 
 #[derive(Debug)]
@@ -179,6 +183,7 @@ impl Engine {
                 observers: Vec::new(),
                 malformed: 0,
                 retained: None,
+                shared: shared::StreamShare::default(),
             })
             .collect();
         let mut engine = Engine {
@@ -214,6 +219,7 @@ impl Engine {
                 stream: def.plan.stream.clone(),
             })?;
         self.streams[si].readers.push(qi);
+        self.streams[si].shared.invalidate();
         let pipeline = Pipeline::new(&def.plan, &self.streams[si].types);
         let capacity = match self.installed_capacity {
             _ if def.lossless => usize::MAX,
@@ -268,6 +274,7 @@ impl Engine {
         if n == 0 {
             return;
         }
+        self.refresh_shared(stream);
         let s = &mut self.streams[stream];
         s.ingested += n;
         // An observer without bins was retired (`stop_observing`).
@@ -292,6 +299,7 @@ impl Engine {
         let stream_keep = s.drop.random_keep();
         let stream_shed = diff(&s.drop.dropped, &before);
         let stream_loss = loss_kind(&stream_shed, stream_keep);
+        s.shared.route(&batch);
         let (types, empty) = (&s.types, &s.empty);
         for &qi in &s.readers {
             let q = &mut self.queries[qi];
@@ -303,6 +311,16 @@ impl Engine {
             if batch.is_empty() {
                 continue;
             }
+            // Shared evaluation: only the rows the query's indexed conjunct passes go on;
+            // the others were evaluated here and count as processed (`shared.rs`).
+            let (narrowed, skipped) = s.shared.narrow(qi, &batch, time.as_ref(), types);
+            q.stats.processed += skipped;
+            let prefiltered = !matches!(narrowed, shared::Narrowed::Whole { prefiltered: false });
+            let (batch, time) = match narrowed {
+                shared::Narrowed::Whole { .. } => (batch.clone(), time.clone()),
+                shared::Narrowed::Nothing => continue,
+                shared::Narrowed::Rows(b, t) => (b, t),
+            };
             let before = q.drop.dropped;
             let (kept, kept_time) = match q.drop.apply(&batch, &mut self.sel) {
                 None => (batch.clone(), time.clone()),
@@ -329,6 +347,7 @@ impl Engine {
                 value_keep: share_left(n, &stream_shed)
                     * share_left(batch.len() as u64, &query_shed),
                 time: kept_time,
+                prefiltered,
             };
             add(&mut q.stats.dropped, &query_shed);
             let len = item.batch.len() as u64;
@@ -411,6 +430,7 @@ impl Engine {
         if let Some(o) = &mut q.processed_values {
             observe(o, &item.batch);
         }
+        q.pipeline.next_prefiltered(item.prefiltered);
         q.pipeline.process_routed(
             &item.batch,
             item.keep,
@@ -424,10 +444,12 @@ impl Engine {
         if !q.out.is_empty() {
             self.unemitted.insert(qi);
         }
-        Some(Turn {
-            query: qi,
-            tuples: item.batch.len(),
-        })
+        let tuples = item.batch.len();
+        if item.prefiltered {
+            let stream = q.stream;
+            self.streams[stream].shared.recycle(item.batch);
+        }
+        Some(Turn { query: qi, tuples })
     }
 
     /// Closes arrival-time windows that have ended by `now`. `frontier(stream)` is the
@@ -502,9 +524,7 @@ impl Engine {
         if q.out.is_empty() {
             return;
         }
-        for &a in &q.out.rows.arrival {
-            q.stats.record_latency(now - a);
-        }
+        q.stats.record_latencies(now, &q.out.rows.arrival);
         q.stats.results += q.out.len() as u64;
         q.out.approx.pad(q.out.len());
         sink(&Emitted {

@@ -105,6 +105,11 @@ pub struct Pipeline {
     /// a WHERE clause, the owned share of the passed rows scaled to the batch): what a
     /// simulated worker is charged for.
     owned_last: usize,
+    /// The filter without the conjunct a predicate index evaluates at ingest (shared
+    /// evaluation), once the query joined one; `prefiltered` batches run it instead.
+    residual: Option<Option<Expr>>,
+    /// The next `process_routed` batch is prefiltered (reset by that call).
+    prefiltered: bool,
 }
 
 impl Pipeline {
@@ -151,11 +156,25 @@ impl Pipeline {
             prefix: Vec::new(),
             shard: None,
             owned_last: 0,
+            residual: None,
+            prefiltered: false,
             input_types: input_types.to_vec(),
             out_types: plan.output.types(),
             sel: Vec::new(),
             filtered: Batch::new(input_types, 0),
         }
+    }
+
+    /// Sets the filter that prefiltered batches run (the query's WHERE clause less the
+    /// conjunct a predicate index already evaluated).
+    pub fn set_residual(&mut self, residual: Option<Expr>) {
+        self.residual = Some(residual);
+    }
+
+    /// Marks the next `process_routed` batch as prefiltered (every row passed the indexed
+    /// conjunct). Needs `set_residual` first.
+    pub fn next_prefiltered(&mut self, on: bool) {
+        self.prefiltered = on && self.residual.is_some();
     }
 
     /// Keeps only the rows of one worker's key shards from the next batch on.
@@ -227,15 +246,19 @@ impl Pipeline {
         out: &mut Output,
     ) {
         let unfiltered = input;
+        let filter = match (std::mem::take(&mut self.prefiltered), &self.residual) {
+            (true, Some(r)) => r.as_ref(),
+            _ => self.filter.as_ref(),
+        };
         // Rows the WHERE clause passes, over the whole batch (what one worker would see).
         let mut passed = input.len();
         // This worker's share of the batch's input rows: the rows of its shards among the
         // passed ones, scaled to the batch (all rows without sharding).
         let mut owned = input.len();
-        let (input, filtered_out) = if self.filter.is_none() && self.shard.is_none() {
+        let (input, filtered_out) = if filter.is_none() && self.shard.is_none() {
             (input, false)
         } else {
-            match &self.filter {
+            match filter {
                 Some(f) => f.select(input, &mut self.sel),
                 None => {
                     self.sel.clear();
@@ -276,7 +299,7 @@ impl Pipeline {
                     .push_uniform(before, input.len(), keep * value_keep);
             }
             Body::Aggregate(a) => {
-                if self.filter.is_some() {
+                if filter.is_some() {
                     a.loss.note_filter(unfiltered.len(), passed);
                 }
                 a.loss.count_kept(input, a.op.closed());
