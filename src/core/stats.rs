@@ -100,6 +100,10 @@ impl QueryStats {
     /// The latencies of rows emitted at `now` that arrived at `arrivals`: runs of one
     /// latency (rows of one source batch share an arrival) are recorded at once.
     pub fn record_latencies(&mut self, now: Nanos, arrivals: &[Nanos]) {
+        if arrivals.is_empty() {
+            return;
+        }
+        self.quantiles = None;
         let mut run: Option<(u64, u64)> = None;
         for &a in arrivals {
             let v = (now - a).max(1_000) as u64;
@@ -187,6 +191,25 @@ pub struct EngineSnapshot {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The cached whole-run quantiles are dropped by every way of recording a latency: a
+    /// stale cache once made every summary print its first result's latency as p99.
+    #[test]
+    fn every_recorded_latency_invalidates_the_cached_quantiles() {
+        let mut s = QueryStats::default();
+        s.record_latency(1_000_000);
+        s.quantiles = Some(s.latency.quantiles());
+        s.record_latencies(500_000_000, &[0, 0, 0]);
+        assert_eq!(s.quantiles, None, "record_latencies keeps a stale cache");
+        assert!(s.latency.quantiles()[2] >= 499_000_000);
+        s.quantiles = Some(s.latency.quantiles());
+        s.record_latency(2_000_000);
+        assert_eq!(s.quantiles, None);
+        // Nothing recorded, nothing invalidated.
+        s.quantiles = Some([1, 2, 3]);
+        s.record_latencies(0, &[]);
+        assert_eq!(s.quantiles, Some([1, 2, 3]));
+    }
 
     #[test]
     fn an_idle_query_holds_no_histogram() {
