@@ -176,3 +176,74 @@ fn float_division_by_zero_gives_0_and_negative_timestamps_print_before_1970() {
         );
     }
 }
+
+/// One stream at 50k tuples/s and two queries, on `capacity` with `cost` per tuple.
+fn tiny_capacity(cores: &str, cost: &str) -> String {
+    format!(
+        "name: tiny
+seed: 5
+duration: 500ms
+engine: {{mode: simulated, tick: 100ms, batch_size: 100, capacity: {{cores: {cores}}}}}
+streams:
+  s:
+    schema: {{k: int, v: float}}
+    rate: 50000
+    fields:
+      k: {{uniform: {{min: 0, max: 99}}}}
+      v: {{normal: {{mean: 20, stddev: 6}}}}
+queries:
+  per_k:
+    sql: SELECT k, COUNT(*) AS n FROM s GROUP BY k, TUMBLE(PROCTIME(), INTERVAL '100' MILLISECOND)
+    qos: {{latency: {{p99: 300ms}}, loss_tolerance: [[100, 1.0], [0, 0.0]]}}
+    cost: {cost}
+    sink: none
+  hot:
+    sql: SELECT k, v FROM s WHERE v > 25
+    qos: {{latency: {{p99: 100ms}}}}
+    cost: 4us
+    sink: none
+"
+    )
+}
+
+#[test]
+fn a_capacity_below_a_thousandth_of_a_core_is_bad_input() {
+    let (out, _) = run_on("nano-core", &tiny_capacity("1e-9", "6us"), &["check"]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    let e = stderr(&out);
+    assert!(
+        e.contains("nano-core.yaml:4:") && e.contains("engine.capacity.cores: cores must be"),
+        "{e}"
+    );
+    let (out, _) = run_on("milli-core", &tiny_capacity("0.001", "6us"), &["check"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+}
+
+/// Found by `spillway fuzz --seed 5` (case 83,799): at the least capacity and the largest
+/// cost, one turn takes about 10^5 s of virtual time. Each control tick it overran used to
+/// run one by one (10^6 of them per turn, hours of wall time, no stop taken); now at most
+/// 64 run after a turn and the rest are missed, as a busy live engine thread misses them.
+#[test]
+fn a_turn_that_overruns_a_million_ticks_runs_at_most_sixty_five_of_them() {
+    let policy = format!("{}/policies/random.yaml", env!("CARGO_MANIFEST_DIR"));
+    let text = tiny_capacity("0.001", "999ms");
+    let (out, took) = run_on(
+        "overrun",
+        &text,
+        &["run", "--simulated", "--policy", &policy],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let e = stderr(&out);
+    let ticks: u64 = e
+        .split(" control ticks")
+        .next()
+        .and_then(|s| s.rsplit(' ').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no tick count in:\n{e}"));
+    let turns_bound = 50_000 / 100 * 2 + 100;
+    assert!(
+        ticks > 0 && ticks <= 65 * turns_bound,
+        "{ticks} ticks:\n{e}"
+    );
+    assert!(took < Duration::from_secs(60), "took {took:?}");
+}

@@ -70,6 +70,20 @@ const TUPLE_BUDGET: u64 = 200_000;
 /// Longest virtual time a case runs.
 const MAX_RUN: Nanos = 500_000_000;
 
+/// How often a long run prints where it is.
+const PROGRESS_EVERY: Duration = Duration::from_secs(10);
+
+/// One status line: cases done, the rate, and the time left at that rate.
+fn progress(done: u64, cases: u64, took: Duration, ran: u64, rejected: u64) {
+    let secs = took.as_secs_f64();
+    let rate = done as f64 / secs.max(1e-9);
+    let left = cases.saturating_sub(done) as f64 / rate.max(1e-9);
+    eprintln!(
+        "fuzz: {done} of {cases} cases in {secs:.0} s ({rate:.0} cases/s, about {left:.0} s left): {ran} ran, {rejected} rejected, no failure so far; RSS {} MB",
+        rss_mb("VmRSS"),
+    );
+}
+
 /// The panic of the case being run, recorded by the hook instead of printed.
 static PANIC: Mutex<Option<String>> = Mutex::new(None);
 
@@ -103,8 +117,14 @@ pub fn fuzz(args: FuzzArgs) -> Result<ExitCode, Failure> {
             }
         })?;
     let started = Instant::now();
+    let mut next_progress = PROGRESS_EVERY;
     let (mut ran, mut rejected) = (0u64, 0u64);
     for i in args.start..args.start.saturating_add(args.cases) {
+        let took = started.elapsed();
+        if took >= next_progress {
+            next_progress = took + PROGRESS_EVERY;
+            progress(i - args.start, args.cases, took, ran, rejected);
+        }
         let case = make_case(args.seed, i, &corpus, &policies);
         let shown = (
             case.origin.clone(),

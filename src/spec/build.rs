@@ -192,10 +192,11 @@ fn build_engine(diag: &mut Diagnostics, e: &EngineConfig) -> EngineSettings {
         None => d.tick,
     };
     let cores = match e.capacity {
-        Some(c) if !(c.cores > 0.0 && c.cores.is_finite()) => {
+        // Below a thousandth of a core one declared turn spans hours of virtual time.
+        Some(c) if !(c.cores >= MIN_CORES && c.cores.is_finite()) => {
             diag.at(
                 "engine.capacity.cores",
-                "cores must be a positive number, e.g. 1 or 0.5",
+                format!("cores must be a number of at least {MIN_CORES}, e.g. 1 or 0.5"),
             );
             d.cores
         }
@@ -217,6 +218,9 @@ fn build_engine(diag: &mut Diagnostics, e: &EngineConfig) -> EngineSettings {
         },
     }
 }
+
+/// The least simulated capacity a workload may declare, in cores.
+pub const MIN_CORES: f64 = 0.001;
 
 /// Whether two sink paths name the same file, as far as can be told without the disk
 /// (`out/a.jsonl` and `./out//a.jsonl` do).

@@ -127,7 +127,8 @@ pub struct EngineConfig {
     /// to the query's `qos.latency` target, divided by its `qos.weight`).
     #[serde(default)]
     pub scheduler: Option<SchedulerConfig>,
-    /// Simulated mode only: the processing capacity, e.g. `{cores: 1}` (default 1 core).
+    /// Simulated mode only: the processing capacity, e.g. `{cores: 1}` (default 1 core; at
+    /// least 0.001).
     /// Each scheduler turn takes `tuples x cost / cores` of virtual time.
     #[serde(default)]
     pub capacity: Option<CapacityConfig>,

@@ -91,7 +91,7 @@ pub struct EngineSettings {
     /// Tuples per query input queue, at least 1.
     pub queue_capacity: usize,
     pub scheduler: SchedulerKind,
-    /// Simulated capacity in cores; positive.
+    /// Simulated capacity in cores; at least `build::MIN_CORES` (0.001).
     pub cores: f64,
 }
 
