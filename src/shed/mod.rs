@@ -16,6 +16,7 @@
 //!    samples by `ShedPlan::delivered`.
 
 mod adapt;
+mod allocate;
 mod feedback;
 mod greedy;
 mod input;

@@ -1,25 +1,18 @@
 //! The shedder's control step: from one snapshot it decides when (hysteresis trigger on the
-//! model load and on latencies), how much (loss/gain greedy against `H * C * m`, `m` from
-//! latency feedback), where (random drops merged at streams) and how (random, semantic or
-//! window drops). Pure: the same input and state always give the same plan and next state.
+//! model load and on latencies) and against what target (`H * C * m`, `m` from latency
+//! feedback, `H` adaptive headroom); `allocate` then decides how much, where and how.
+//! Pure: the same input and state always give the same plan and next state.
 
-use crate::qos::UtilityCurve;
 use crate::qos::{QueryLoad, StreamLoad, engine_load, loss_utility};
 
 use super::adapt::{adapt_headroom, refit};
+use super::allocate::{allocate, weighted};
 use super::feedback::{Feedback, Gains, MAX_STEP, latency_error, latency_miss};
-use super::greedy::{GreedyQuery, cover};
-use super::input::{PolicyParams, QueryInput, ShedInput, ShedKind};
-use super::model::{Rows, load_at};
-use super::placement::merge_at_streams;
-use super::plan::{QueryDrop, ShedPlan};
-use super::semantic::{derived_curve, semantic_drop};
+use super::input::{QueryInput, ShedInput, ShedKind};
+use super::model::load_at;
+use super::plan::ShedPlan;
 use super::trigger::Trigger;
 
-/// A query is paused when shedding leaves it under this share of its input while its
-/// non-shrinking work takes more than `PAUSE_SHARE` of the machine.
-const PAUSE_KEEP: f64 = 0.1;
-const PAUSE_SHARE: f64 = 0.5;
 /// A pause is kept this many ticks, then the next plan decides afresh: a pause decided on
 /// the first crude estimates of a surge must not last as long as the surge does.
 const PAUSE_REVISIT: u32 = 40;
@@ -99,37 +92,8 @@ impl ShedState {
     }
 }
 
-fn non_negative(x: f64) -> f64 {
+pub(super) fn non_negative(x: f64) -> f64 {
     if x.is_finite() && x > 0.0 { x } else { 0.0 }
-}
-
-/// How a query's cursor is realised at its drop point.
-#[derive(Clone, Copy)]
-enum Mode {
-    Random,
-    /// A stable share of the query's keys (rows shrink with it).
-    Keys,
-    /// Index into the derived curves.
-    Semantic(usize),
-    Window,
-}
-
-/// Chooses each query's drop kind: value drops need a value QoS with counts, window drops a
-/// windowed aggregate; everything else drops at random.
-fn mode(kind: ShedKind, q: &QueryInput, derived: &mut Vec<UtilityCurve>) -> Mode {
-    match kind {
-        ShedKind::Semantic => match q.value.and_then(|v| derived_curve(v.histogram)) {
-            Some(c) => {
-                derived.push(c);
-                Mode::Semantic(derived.len() - 1)
-            }
-            None => Mode::Random,
-        },
-        ShedKind::WindowAware if q.windowed => Mode::Window,
-        ShedKind::None | ShedKind::TailDrop | ShedKind::Random | ShedKind::WindowAware => {
-            Mode::Random
-        }
-    }
 }
 
 /// One control tick: updates `state` and returns the plan to install.
@@ -142,15 +106,7 @@ pub fn plan(input: &ShedInput, state: &mut ShedState) -> ShedPlan {
     out
 }
 
-fn weight_of(q: &QueryInput) -> f64 {
-    if q.weight.is_finite() && q.weight > 0.0 {
-        q.weight
-    } else {
-        1.0
-    }
-}
-
-fn rate_of(input: &ShedInput, q: &QueryInput) -> f64 {
+pub(super) fn rate_of(input: &ShedInput, q: &QueryInput) -> f64 {
     input
         .streams
         .get(q.stream)
@@ -278,259 +234,4 @@ fn decide(input: &ShedInput, state: &mut ShedState) -> ShedPlan {
         state.by_keys.clear();
     }
     out
-}
-
-/// How a query's keep is realised and how its rows follow the keep.
-fn shape_of(q: &QueryInput, mode: &Mode) -> Rows {
-    match mode {
-        Mode::Window | Mode::Keys => Rows::Linear,
-        _ => q.rows_shape,
-    }
-}
-
-/// How much, where and how: greedy cursors against `out.excess`, merged at streams,
-/// realised per query. The greedy sees linear gains; the plan is then checked against the
-/// full load model (rows that do not shrink with the input) and tightened; if dropping
-/// input cannot cover the excess, whole-window drops take over where a query allows
-/// them, and the lowest-utility queries are paused.
-fn allocate(
-    input: &ShedInput,
-    p: &PolicyParams,
-    queue_load: f64,
-    scale: f64,
-    sticky: &mut Vec<bool>,
-    by_keys: &mut Vec<bool>,
-    out: &mut ShedPlan,
-) {
-    let qs = &input.queries;
-    let mut derived = Vec::new();
-    let mut modes: Vec<Mode> = qs.iter().map(|q| mode(p.kind, q, &mut derived)).collect();
-    by_keys.resize(qs.len(), false);
-    for (i, m) in modes.iter_mut().enumerate() {
-        if by_keys[i] {
-            *m = Mode::Keys;
-        }
-    }
-    // Work at keep 1. A query dropping whole keys sheds its window work too, but only as
-    // its open windows close: the fixed work stays reserved until the fit sees it go.
-    let full_of = |modes: &[Mode]| -> Vec<f64> {
-        qs.iter()
-            .zip(modes)
-            .map(|(q, m)| load_at(q, rate_of(input, q), 1.0, shape_of(q, m), scale))
-            .collect()
-    };
-    let mut full = full_of(&modes);
-    sticky.resize(qs.len(), false);
-    let mut paused: Vec<bool> = (0..qs.len())
-        .map(|i| sticky[i] && !qs[i].lossless)
-        .collect();
-    let mut excess = out.excess;
-    let mut cov;
-    let mut round = 0;
-    loop {
-        let curve_of = |i: usize| match modes[i] {
-            Mode::Semantic(d) => Some(&derived[d]),
-            Mode::Random | Mode::Window | Mode::Keys => qs[i].loss,
-        };
-        let greedy: Vec<GreedyQuery> = qs
-            .iter()
-            .enumerate()
-            .map(|(i, q)| {
-                let r = rate_of(input, q);
-                // Gain of a linear query is all of its work; of a grouped one, only the
-                // per-tuple part is sure to go with the input.
-                let gain = match shape_of(q, &modes[i]) {
-                    Rows::Linear => full[i],
-                    Rows::Grouped { .. } => r * non_negative(q.cost) * scale,
-                };
-                GreedyQuery {
-                    stream: q.stream,
-                    gain_per_percent: gain / 100.0,
-                    weight: weight_of(q),
-                    curve: curve_of(i),
-                    movable: !q.lossless && !paused[i],
-                }
-            })
-            .collect();
-        let pause_gain: f64 = (0..qs.len()).filter(|&i| paused[i]).map(|i| full[i]).sum();
-        cov = cover(&greedy, input.streams.len(), excess - pause_gain, p.step);
-        let keeps: Vec<f64> = (0..qs.len())
-            .map(|i| {
-                if paused[i] {
-                    0.0
-                } else {
-                    cov.cursors[i] / 100.0
-                }
-            })
-            .collect();
-        let predicted: f64 = qs
-            .iter()
-            .enumerate()
-            .map(|(i, q)| {
-                load_at(
-                    q,
-                    rate_of(input, q),
-                    keeps[i],
-                    shape_of(q, &modes[i]),
-                    scale,
-                )
-            })
-            .sum::<f64>()
-            + queue_load;
-        // The dominance rule: a grouped query left under PAUSE_KEEP of its input while its
-        // work that does not shrink with the input takes over PAUSE_SHARE of the machine
-        // buys little: drop whole keys instead (its rows then shrink), or pause it.
-        let whole =
-            non_negative(input.capacity) + qs.iter().map(|q| non_negative(q.fixed)).sum::<f64>();
-        let dominated = (0..qs.len()).find(|&i| {
-            let q = &qs[i];
-            let k = keeps[i];
-            let r = rate_of(input, q);
-            !paused[i]
-                && !q.lossless
-                && matches!(modes[i], Mode::Random)
-                && matches!(q.rows_shape, Rows::Grouped { .. })
-                && k < PAUSE_KEEP
-                && non_negative(q.fixed) * scale + load_at(q, r, k, shape_of(q, &modes[i]), scale)
-                    - r * k * non_negative(q.cost) * scale
-                    > PAUSE_SHARE * whole
-        });
-        if let Some(i) = dominated
-            && round < 2 * qs.len() + 4
-        {
-            out.input_insufficient = true;
-            round += 1;
-            if qs[i].keys {
-                modes[i] = Mode::Keys;
-                full = full_of(&modes);
-            } else {
-                paused[i] = true;
-            }
-            continue;
-        }
-        let over = predicted - out.target;
-        let unmet = excess - pause_gain - cov.gained;
-        round += 1;
-        if round > 2 * qs.len() + 4 || (over <= 0.02 * out.target.max(1.0) && unmet <= 0.0) {
-            break;
-        }
-        // Row work of grouped queries still running, which the greedy's gains leave out.
-        let hidden: f64 = (0..qs.len())
-            .filter(|&i| {
-                !paused[i]
-                    && !qs[i].lossless
-                    && matches!(shape_of(&qs[i], &modes[i]), Rows::Grouped { .. })
-            })
-            .map(|i| full[i] - rate_of(input, &qs[i]) * non_negative(qs[i].cost) * scale)
-            .sum();
-        // Work no drop can remove this tick: the backlog's melt and lossless queries.
-        let floor = queue_load
-            + (0..qs.len())
-                .filter(|&i| qs[i].lossless)
-                .map(|i| full[i])
-                .sum::<f64>();
-        if unmet > 0.0 && (hidden <= 0.0 || floor >= out.target) {
-            // Nothing but queued or lossless work is left: shedding cannot do more.
-            break;
-        }
-        if unmet > 0.0 {
-            // Input drops alone cannot cover: switch a windowed query to whole-window
-            // drops (its rows then shrink with its input), else pause the query with the
-            // least utility per unit of load.
-            out.input_insufficient = true;
-            if let Some(i) = (0..qs.len()).find(|&i| {
-                qs[i].windowed
-                    && !qs[i].lossless
-                    && matches!(modes[i], Mode::Random)
-                    && matches!(qs[i].rows_shape, Rows::Grouped { .. })
-            }) {
-                modes[i] = Mode::Window;
-                continue;
-            }
-            let next = (0..qs.len())
-                .filter(|&i| !qs[i].lossless && !paused[i] && full[i] > 0.0)
-                .min_by(|&a, &b| {
-                    (weight_of(&qs[a]) / full[a]).total_cmp(&(weight_of(&qs[b]) / full[b]))
-                });
-            match next {
-                Some(i) => paused[i] = true,
-                None => break,
-            }
-        } else {
-            // The rows shrank less than the greedy assumed: ask for the difference.
-            excess += over;
-        }
-    }
-    *sticky = paused.clone();
-    *by_keys = modes.iter().map(|m| matches!(m, Mode::Keys)).collect();
-    out.unmet = (excess
-        - cov.gained
-        - (0..qs.len())
-            .filter(|&i| paused[i])
-            .map(|i| full[i])
-            .sum::<f64>())
-    .max(0.0);
-    out.paused = (0..qs.len()).filter(|&i| paused[i]).collect();
-    let curve_of = |i: usize| match modes[i] {
-        Mode::Semantic(d) => Some(&derived[d]),
-        Mode::Random | Mode::Window | Mode::Keys => qs[i].loss,
-    };
-
-    // Where: random drops shared by a whole stream move up to it.
-    let keeps: Vec<f64> = (0..qs.len())
-        .map(|i| {
-            if paused[i] {
-                0.0
-            } else {
-                cov.cursors[i] / 100.0
-            }
-        })
-        .collect();
-    let mergeable: Vec<bool> = modes.iter().map(|m| matches!(m, Mode::Random)).collect();
-    let query_streams: Vec<usize> = qs.iter().map(|q| q.stream).collect();
-    let merged = merge_at_streams(input.streams.len(), &query_streams, &keeps, &mergeable);
-
-    // How: each query's drop, and what it is expected to deliver.
-    let mut stream_load = 0.0;
-    for (i, q) in qs.iter().enumerate() {
-        let cursor = 100.0 * keeps[i];
-        out.queries[i] = match modes[i] {
-            _ if cursor >= 100.0 => QueryDrop::KeepAll,
-            Mode::Random => QueryDrop::random(merged.queries[i]),
-            Mode::Window => QueryDrop::window(keeps[i]),
-            Mode::Keys if keeps[i] >= 1.0 - 1e-12 => QueryDrop::KeepAll,
-            Mode::Keys => QueryDrop::Keys { keep: keeps[i] },
-            Mode::Semantic(_) => match q.value {
-                Some(v) => QueryDrop::Semantic(semantic_drop(v.column, v.histogram, cursor)),
-                None => QueryDrop::random(keeps[i]),
-            },
-        };
-        out.delivered[i] = keeps[i];
-        out.utility[i] = loss_utility(curve_of(i), cursor);
-        stream_load += load_at(
-            q,
-            rate_of(input, q),
-            keeps[i],
-            shape_of(q, &modes[i]),
-            scale,
-        );
-    }
-    out.streams = merged.streams;
-    out.expected_load = stream_load + queue_load;
-    out.expected_input = stream_load;
-    out.weighted_utility = weighted(qs, &out.utility);
-}
-
-/// `sum w_q * u_q / sum w_q`, 1 without queries.
-fn weighted(qs: &[QueryInput], utility: &[f64]) -> f64 {
-    let total: f64 = qs.iter().map(weight_of).sum();
-    if total > 0.0 {
-        qs.iter()
-            .zip(utility)
-            .map(|(q, u)| weight_of(q) * u)
-            .sum::<f64>()
-            / total
-    } else {
-        1.0
-    }
 }
