@@ -158,7 +158,13 @@ pub fn run(args: RunArgs) -> Result<ExitCode, Failure> {
         }
     };
     let changes = super::control::scripted(&args.workload, &w)?;
-    super::run_workers::check(&w, simulated, args.control_addr.is_some(), &changes)?;
+    super::run_workers::check(
+        &args.workload,
+        &w,
+        simulated,
+        args.control_addr.is_some(),
+        &changes,
+    )?;
     if simulated && args.control_addr.is_some() {
         return Err(Failure::BadInput(
             "--control-addr needs a live run; simulated runs take scripted `changes:`".into(),
@@ -255,6 +261,15 @@ pub fn run(args: RunArgs) -> Result<ExitCode, Failure> {
             &mut outputs,
             &mut observers,
         ),
+        Some(settings) if w.engine.workers > 1 => super::run_workers::simulate(
+            &w,
+            policy,
+            &settings,
+            &stop,
+            changes,
+            &mut outputs,
+            &mut observers,
+        )?,
         Some(settings) => {
             let clock = WallClock::start();
             let mut controller =

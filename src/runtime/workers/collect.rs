@@ -9,17 +9,13 @@
 
 use std::collections::VecDeque;
 
-use hdrhistogram::Histogram;
-
 use super::Sharded;
-use super::merge::merge;
-use super::report::{MergedLatency, merge_reports};
+use super::publish::{Part, Publisher};
 use super::worker::FromWorker;
 use crate::core::engine::{Emitted, Engine};
 use crate::core::schema::{DataType, Nanos};
 use crate::core::stats::EngineSnapshot;
-use crate::runtime::control::ControlReport;
-use crate::runtime::observe::{Event, Observers, TickReport};
+use crate::runtime::observe::{Event, Observers};
 use crate::runtime::outputs::Outputs;
 
 /// Output names and types of every query, for the sinks.
@@ -43,15 +39,12 @@ fn shapes(e: &Engine) -> Shapes {
     }
 }
 
-/// One worker's report of a tick and its per-query tick latencies.
-pub(super) type Part = (ControlReport, Vec<Histogram<u64>>);
-
 /// Collects the workers' messages and publishes the merged view.
 pub(super) struct Collector {
     shapes: Shapes,
     /// Per worker, its reports not yet published, oldest first.
     pending: Vec<VecDeque<Part>>,
-    latency: MergedLatency,
+    publisher: Publisher,
 }
 
 impl Collector {
@@ -60,7 +53,7 @@ impl Collector {
         Collector {
             shapes: shapes(&sharded.engines[0]),
             pending: vec![VecDeque::new(); sharded.workers()],
-            latency: MergedLatency::new(w, tick),
+            publisher: Publisher::new(w, tick),
         }
     }
 
@@ -112,8 +105,7 @@ impl Collector {
         }
     }
 
-    /// Hands one merged report to the observers: `engine` is the merged engine snapshot
-    /// when known (the final one), else merged from the reports'.
+    /// Hands one merged report to the observers (`publish::Publisher::publish`).
     pub fn publish(
         &mut self,
         parts: &[Part],
@@ -123,37 +115,6 @@ impl Collector {
         last: bool,
         engine: Option<EngineSnapshot>,
     ) {
-        let reports: Vec<&ControlReport> = parts.iter().map(|p| &p.0).collect();
-        let engine = engine.unwrap_or_else(|| {
-            let snaps: Vec<_> = reports.iter().map(|r| r.qos.engine.clone()).collect();
-            merge(
-                &snaps,
-                &[],
-                |w, q| sharded.runs(w, q),
-                |s| sharded.routed(s),
-            )
-        });
-        let mut merged = merge_reports(&reports, |w, q| sharded.runs(w, q), engine);
-        let latency = add_latency(parts);
-        self.latency.push(&latency);
-        self.latency.apply(&mut merged.qos.queries);
-        let refs: Vec<&Histogram<u64>> = latency.iter().collect();
-        observers.tick(&TickReport {
-            elapsed,
-            control: &merged,
-            tick_latency: &refs,
-            last,
-        });
+        (self.publisher).publish(parts, sharded, observers, elapsed, last, engine);
     }
-}
-
-/// The workers' per-query tick latencies added.
-fn add_latency(parts: &[Part]) -> Vec<Histogram<u64>> {
-    let mut latency = parts[0].1.clone();
-    for p in &parts[1..] {
-        for (a, b) in latency.iter_mut().zip(&p.1) {
-            let _ = a.add(b);
-        }
-    }
-    latency
 }

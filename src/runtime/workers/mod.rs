@@ -11,11 +11,13 @@
 //! Invariant: for every query, the union of the workers' result rows is the one-worker
 //! result, and each worker's ledger balances on its own.
 
+pub mod changes;
 #[cfg(feature = "shell")]
 mod collect;
 #[cfg(feature = "shell")]
 pub mod live;
 pub mod merge;
+pub mod publish;
 pub mod report;
 pub mod route;
 pub mod sim;
