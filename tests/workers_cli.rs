@@ -66,7 +66,8 @@ queries:
     )
 }
 
-/// Adds on both streams, a patch and a flushed removal, all on keys the routes allow.
+/// Adds on both streams, a patch and flushed removals (a filter on its owner worker, an
+/// aggregate sharded over all), all on keys the routes allow.
 const CHANGES: &str = r#"changes:
   - at: 1s
     add:
@@ -83,6 +84,7 @@ const CHANGES: &str = r#"changes:
       sink: stdout
   - {at: 1500ms, patch: {name: trend, qos: {latency: {p99: 300ms}}}}
   - {at: 2s, remove: alerts, flush: true}
+  - {at: 2500ms, remove: per_city, flush: true}
 "#;
 
 fn write(name: &str, text: &str) -> PathBuf {
@@ -203,17 +205,14 @@ fn what_several_workers_refuse_exits_2_with_a_located_reason() {
     assert!(err.contains("unroutable.yaml:"), "{err}");
     assert!(err.contains("changes[0].add"), "{err}");
     assert!(err.contains("split by its key column `uid`"), "{err}");
+    // What `run` refuses, `check` refuses too.
+    let out = spillway().arg("check").arg(&p).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("changes[0].add"));
     // The same add on one worker is fine.
     let p = write("routable-1.yaml", &workload(1, 1000, bad));
     assert!(run(&p, &[]).status.success());
-    // Live runs on several workers take no changes yet.
-    let live = workload(2, 1000, CHANGES).replace("mode: simulated", "mode: live");
-    let p = write("live-changes.yaml", &live);
-    let out = run(&p, &["--duration", "1s"]);
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "{err}");
-    assert!(err.contains("live-changes.yaml:"), "{err}");
-    assert!(err.contains("run simulated only"), "{err}");
+    // The control API on a live run of several workers: refused.
     let p = write(
         "live.yaml",
         &workload(2, 1000, "").replace("mode: simulated", "mode: live"),
@@ -226,4 +225,44 @@ fn what_several_workers_refuse_exits_2_with_a_located_reason() {
         err.contains("--control-addr needs engine.workers: 1"),
         "{err}"
     );
+}
+
+/// The ledger `offered A = processed B + shed C + queue-full D + withdrawn E` of the
+/// removal line of `query`, which must add up.
+fn removal(err: &str, query: &str) -> [u64; 5] {
+    let line = (err.lines())
+        .find(|l| l.contains(&format!("query `{query}` removed")))
+        .unwrap_or_else(|| panic!("no removal of {query}: {err}"));
+    let ledger = line.split("removed:").nth(1).unwrap();
+    let n: Vec<u64> = (ledger.split(|c: char| !c.is_ascii_digit()))
+        .filter_map(|w| w.parse().ok())
+        .collect();
+    let v: [u64; 5] = n[..5].try_into().unwrap();
+    assert_eq!(v[0], v[1] + v[2] + v[3] + v[4], "{line}");
+    v
+}
+
+#[test]
+fn scripted_changes_apply_to_every_live_worker() {
+    let live = workload(2, 2000, CHANGES).replace("mode: simulated", "mode: live");
+    let p = write("live-changes.yaml", &live);
+    let out = run(&p, &["--duration", "3s"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(err.contains("2 engine workers"), "{err}");
+    assert!(err.contains("query `hot_sensors` added"), "{err}");
+    assert!(err.contains("query `user_max` added"), "{err}");
+    assert!(err.contains("query `trend`: QoS changed"), "{err}");
+    // Removed once each, the workers' final ledgers added: the filter ran on one owner
+    // (every tuple once); the keyed aggregate on a stream offered whole to both workers
+    // counts visits (each tuple on each worker).
+    let alerts = removal(&err, "alerts");
+    let per_city = removal(&err, "per_city");
+    assert!(alerts[0] > 1000, "{alerts:?}");
+    assert!(per_city[0] > 2 * alerts[0], "{per_city:?} {alerts:?}");
+    assert_eq!(err.matches(" removed: ").count(), 2, "{err}");
+    let rows = rows(&out);
+    for q in ["hot_sensors", "user_max", "trend", "per_user"] {
+        assert!(count(&rows, q) > 0, "no rows of {q}");
+    }
 }

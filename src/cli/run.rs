@@ -158,13 +158,7 @@ pub fn run(args: RunArgs) -> Result<ExitCode, Failure> {
         }
     };
     let changes = super::control::scripted(&args.workload, &w)?;
-    super::run_workers::check(
-        &args.workload,
-        &w,
-        simulated,
-        args.control_addr.is_some(),
-        &changes,
-    )?;
+    super::run_workers::check(&args.workload, &w, simulated, args.control_addr.is_some())?;
     if simulated && args.control_addr.is_some() {
         return Err(Failure::BadInput(
             "--control-addr needs a live run; simulated runs take scripted `changes:`".into(),
@@ -239,6 +233,8 @@ pub fn run(args: RunArgs) -> Result<ExitCode, Failure> {
             sources,
             args.duration,
             &stop,
+            switch,
+            changes,
             &runtime,
             &mut outputs,
             &mut observers,
@@ -267,6 +263,7 @@ pub fn run(args: RunArgs) -> Result<ExitCode, Failure> {
             &settings,
             &stop,
             changes,
+            switch,
             &mut outputs,
             &mut observers,
         )?,

@@ -9,6 +9,7 @@ use crate::core::schema::Nanos;
 use crate::core::shard::DEFAULT_SHARDS;
 use crate::runtime::assemble::engine_for;
 use crate::runtime::clock::WallClock;
+use crate::runtime::controls::PolicySwitch;
 use crate::runtime::live::LiveRun;
 use crate::runtime::manage::Scripted;
 use crate::runtime::observe::{Observers, RunSummary};
@@ -25,15 +26,9 @@ use crate::runtime::workers::sim::{ShardedControl, ShardedSim, run_sharded_with}
 use crate::spec::{ChangeAction, Policy, SpecError, Workload};
 
 /// Rejects what several workers do not support, with the reason, located in the
-/// workload file `path`: live runs take no query changes yet (the control API, scripted
-/// `changes:`), and a scripted add must fit its stream's route.
-pub fn check(
-    path: &Path,
-    w: &Workload,
-    simulated: bool,
-    control_api: bool,
-    changes: &[Scripted],
-) -> Result<(), Failure> {
+/// workload file `path`: live runs take no control API yet, and a scripted add must fit
+/// its stream's route.
+pub fn check(path: &Path, w: &Workload, simulated: bool, control_api: bool) -> Result<(), Failure> {
     if w.engine.workers <= 1 {
         return Ok(());
     }
@@ -47,19 +42,18 @@ pub fn check(
         return Err(located(
             "engine.workers",
             format!(
-                "--control-addr needs engine.workers: 1 (got {n}): a live run on several workers takes no query changes yet (each worker thread would need every change in band with its batches); run with workers: 1 to change queries while running"
+                "--control-addr needs engine.workers: 1 (got {n}): the control API reads and changes one engine (its list, status and ad-hoc answers read that engine's state and history); on several workers, scripted `changes:` in the workload apply to every worker; run with workers: 1 to change queries over the API"
             ),
         ));
     }
-    if !changes.is_empty() && !simulated {
-        return Err(located(
-            "changes",
-            format!(
-                "scripted `changes:` with engine.workers: {n} run simulated only (--simulated): a live run on several workers takes no query changes yet; run live with workers: 1"
-            ),
-        ));
-    }
-    if changes.is_empty() {
+    scripted_adds(path, w)
+}
+
+/// Refuses a scripted add of `w` (workload file `path`) that its stream's route on
+/// `engine.workers` workers cannot take (`workers::changes::place`), located at the add.
+pub fn scripted_adds(path: &Path, w: &Workload) -> Result<(), Failure> {
+    let n = w.engine.workers;
+    if n <= 1 || w.changes.is_empty() {
         return Ok(());
     }
     let sharded = Sharded::new(n, DEFAULT_SHARDS, || engine_for(w))
@@ -68,7 +62,10 @@ pub fn check(
         if let ChangeAction::Add(q) = &c.action
             && let Err(e) = place(w, &sharded, q, w.queries.len() + i)
         {
-            return Err(located(&format!("changes[{i}].add"), e.to_string()));
+            let text = std::fs::read_to_string(path).unwrap_or_default();
+            let (file, at) = (path.display().to_string(), format!("changes[{i}].add"));
+            let e = SpecError::located(&file, &text, &at, e.to_string());
+            return Err(Failure::BadInput(e.to_string()));
         }
     }
     Ok(())
@@ -97,12 +94,14 @@ pub fn refuse_experiment(path: &Path, w: &Workload) -> Result<(), Failure> {
 
 /// Runs `w` on virtual time on `w.engine.workers` workers (`workers::sim`), its scripted
 /// `changes` applied to every worker, results to `outputs`.
+#[allow(clippy::too_many_arguments)]
 pub fn simulate(
     w: &Workload,
     policy: Policy,
     settings: &SimSettings,
     stop: &StopHandle,
     changes: Vec<Scripted>,
+    switch: Option<PolicySwitch>,
     outputs: &mut Outputs<'_>,
     observers: &mut Observers<'_>,
 ) -> Result<RunSummary, Failure> {
@@ -124,6 +123,7 @@ pub fn simulate(
     let control = ShardedControl {
         stop,
         script: changes,
+        switch,
     };
     let report = run_sharded_with(
         &sim,
@@ -150,7 +150,7 @@ pub fn simulate(
     Ok(report.summary)
 }
 
-/// Runs `w` live on `w.engine.workers` workers.
+/// Runs `w` live on `w.engine.workers` workers, its scripted `changes` applied in band.
 #[allow(clippy::too_many_arguments)]
 pub fn run(
     w: &Workload,
@@ -158,6 +158,8 @@ pub fn run(
     sources: Vec<Box<dyn Source>>,
     duration: Option<Nanos>,
     stop: &StopHandle,
+    switch: Option<PolicySwitch>,
+    changes: Vec<Scripted>,
     runtime: &tokio::runtime::Runtime,
     outputs: &mut Outputs<'_>,
     observers: &mut Observers<'_>,
@@ -175,8 +177,9 @@ pub fn run(
             sources,
             duration,
             stop: stop.clone(),
-            policy_switch: None,
+            policy_switch: switch,
         },
+        changes,
         runtime,
         sharded,
         outputs,

@@ -1,25 +1,29 @@
 //! Changes of the query set (add, patch, remove, switch policy) on N workers: the Manager's
-//! job (`runtime::manage`) for a `Sharded` run. One table of queries for the run; each
-//! command goes to every worker that runs the query, between turns, at the same input
-//! position on every worker (the simulated driver ingests each slice on all of them at
-//! once). Observers hear one event per command, with the merged removal ledger.
+//! job (`runtime::manage`) for a run over key shards. One table of queries for the run
+//! (`ShardedManager`, on the driver's thread) resolves a command into a `WorkerChange`
+//! (names to indices, the new query's placement); each worker applies its part
+//! (`apply_part`) between turns, at the same input position on every worker (the
+//! simulated driver ingests each slice on all of them at once; the live coordinator sends
+//! the change in band with the batches). Observers hear one event per command, a removal's
+//! with the workers' final ledgers added.
 //!
 //! Invariant: every worker's engine and controller keep the same query indices; a query's
 //! placement is fixed when it is added (sharded by its key, or whole on one owner, a
 //! tombstone elsewhere), and a query that cannot be placed on its stream's route is
 //! refused before any worker changes.
 
-use super::merge::merge;
-use super::route::Route;
+use super::merge::add_ledger;
+use super::route::{Route, Router};
 use super::{Placement, Sharded};
-use crate::core::engine::{Emitted, Removal, shard_column};
+use crate::core::engine::{Emitted, Engine, QueryDef, Removal, shard_column};
 use crate::core::plan::PlanBody;
 use crate::core::schema::Nanos;
+use crate::core::shard::ShardMap;
 use crate::runtime::control::Controller;
 use crate::runtime::manage::{Command, ManageError, Outcome, query_def};
 use crate::runtime::observe::{Event, Observers, QueryInfo};
 use crate::shed::ShedKind;
-use crate::spec::{QuerySpec, Workload};
+use crate::spec::{Policy, QosSpec, QuerySpec, Workload};
 
 /// Why a change cannot be made on N workers.
 #[derive(Clone, Debug, PartialEq, thiserror::Error)]
@@ -38,26 +42,25 @@ pub enum ChangeError {
     },
 }
 
-/// Where query `spec` of workload `w`, added as index `q`, runs on the workers of
-/// `sharded`, or why it cannot be added there.
-pub fn place(
+/// Where query `spec` of workload `w`, added as index `q`, runs on `workers` workers whose
+/// streams are routed as `router` says, or why it cannot be added there.
+pub fn place_on(
     w: &Workload,
-    sharded: &Sharded,
+    router: &Router,
+    workers: usize,
     spec: &QuerySpec,
     q: usize,
 ) -> Result<Placement, ChangeError> {
-    let n = sharded.workers();
     let placement = match shard_column(&spec.plan.body) {
-        Some(column) if n > 1 => Placement::Sharded { column },
-        _ => Placement::Owner(q % n),
+        Some(column) if workers > 1 => Placement::Sharded { column },
+        _ => Placement::Owner(q % workers.max(1)),
     };
-    let e = &sharded.engines[0];
     let by_name = |s: &crate::spec::StreamSpec| s.name.eq_ignore_ascii_case(&spec.plan.stream);
     let Some(stream) = w.streams.iter().position(by_name) else {
         // An unknown stream is the engine's error to report.
         return Ok(placement);
     };
-    let Route::Split { column, time } = sharded.routers[0].route(stream) else {
+    let Route::Split { column, time } = router.route(stream) else {
         return Ok(placement);
     };
     let why = match (placement, &spec.plan.body) {
@@ -73,10 +76,112 @@ pub fn place(
     Err(ChangeError::Unroutable {
         query: spec.name.clone(),
         stream: spec.plan.stream.clone(),
-        workers: n,
-        column: e.stream_schema(stream).fields[column].name.clone(),
+        workers,
+        column: w.streams[stream].schema.fields[column].name.clone(),
         why,
     })
+}
+
+/// `place_on` for the workers of `sharded`.
+pub fn place(
+    w: &Workload,
+    sharded: &Sharded,
+    spec: &QuerySpec,
+    q: usize,
+) -> Result<Placement, ChangeError> {
+    place_on(w, &sharded.routers[0], sharded.workers(), spec, q)
+}
+
+/// A command resolved for the workers: what each applies (`apply_part`).
+#[derive(Clone, Debug)]
+pub enum WorkerChange {
+    Add {
+        index: usize,
+        def: Box<QueryDef>,
+        qos: Option<QosSpec>,
+        cost: Option<Nanos>,
+        placement: Placement,
+    },
+    Patch {
+        index: usize,
+        qos: QosSpec,
+    },
+    Remove {
+        index: usize,
+        flush: bool,
+    },
+    Policy(Policy),
+}
+
+/// Worker `k`'s part of `change`, on its `engine` and `controller` (if the run has one),
+/// its router and the run's shard `map`; results a flushed removal emits go to `sink`.
+/// Returns the worker's final ledger of a query it removed.
+#[allow(clippy::too_many_arguments)]
+pub fn apply_part(
+    change: &WorkerChange,
+    k: usize,
+    engine: &mut Engine,
+    mut controller: Option<&mut Controller>,
+    router: &Router,
+    map: &ShardMap,
+    now: Nanos,
+    sink: impl FnMut(&Emitted<'_>),
+) -> Result<Option<Removal>, ManageError> {
+    match change {
+        WorkerChange::Add {
+            index,
+            def,
+            qos,
+            cost,
+            placement,
+        } => {
+            let q = engine.add_query((**def).clone())?;
+            debug_assert_eq!(q, *index);
+            if let Some(c) = controller.as_deref_mut() {
+                c.add_query(engine, q, qos.clone(), *cost);
+            }
+            let routed = router.route(engine.query_stream(q)) != Route::Broadcast;
+            match *placement {
+                Placement::Sharded { .. } if routed => {}
+                Placement::Sharded { column } => engine.set_shard(q, map.filter(column, k)),
+                Placement::Owner(o) if o != k => {
+                    // Before any input reaches it: an empty, balanced tombstone.
+                    engine.remove_query(q, false, now, |_| {})?;
+                    if let Some(c) = controller {
+                        c.remove_query(engine, q);
+                    }
+                }
+                Placement::Owner(_) => {}
+            }
+            Ok(None)
+        }
+        WorkerChange::Patch { index, qos } => {
+            if !engine.is_removed(*index) {
+                engine.patch_query(*index, qos.latency_target(), qos.weight, qos.lossless)?;
+                if let Some(c) = controller {
+                    c.set_qos(engine, *index, Some(qos.clone()));
+                }
+            }
+            Ok(None)
+        }
+        WorkerChange::Remove { index, flush } => {
+            // A tombstone (the query runs on another owner) has nothing to remove.
+            if engine.is_removed(*index) {
+                return Ok(None);
+            }
+            let removal = engine.remove_query(*index, *flush, now, sink)?;
+            if let Some(c) = controller {
+                c.remove_query(engine, *index);
+            }
+            Ok(Some(removal))
+        }
+        WorkerChange::Policy(policy) => {
+            if let Some(c) = controller {
+                c.set_policy(engine, policy.clone());
+            }
+            Ok(None)
+        }
+    }
 }
 
 /// The query table of a run on N workers.
@@ -107,9 +212,100 @@ impl ShardedManager {
             .ok_or_else(|| ManageError::NoSuchQuery(name.to_string()))
     }
 
+    /// Resolves `cmd` for `workers` workers routed as `router` says, and records it in the
+    /// table (a removal is complete with `removed`); observers hear an add, a patch or a
+    /// policy switch at `at` now.
+    pub fn plan(
+        &mut self,
+        cmd: Command,
+        router: &Router,
+        workers: usize,
+        at: Nanos,
+        observers: &mut Observers<'_>,
+    ) -> Result<WorkerChange, ChangeError> {
+        Ok(match cmd {
+            Command::Add(spec) => {
+                let index = self.queries.len();
+                let placement = place_on(&self.workload, router, workers, &spec, index)?;
+                if self.index_of(&spec.name).is_ok() {
+                    let name = spec.name.clone();
+                    return Err(ManageError::Engine(
+                        crate::core::engine::EngineError::DuplicateQuery(name),
+                    )
+                    .into());
+                }
+                let info = QueryInfo::of(&self.workload, &spec, spec.qos.as_ref());
+                let change = WorkerChange::Add {
+                    index,
+                    def: Box::new(query_def(&spec, spec.qos.as_ref())),
+                    qos: spec.qos.clone(),
+                    cost: spec.cost,
+                    placement,
+                };
+                self.queries.push(*spec);
+                self.removed.push(false);
+                let query = index;
+                observers.event(Event::QueryAdded { at, query, info });
+                change
+            }
+            Command::Patch { query, qos } => {
+                let index = self.index_of(&query)?;
+                let new = qos.apply(self.queries[index].qos.as_ref());
+                self.queries[index].qos = Some(new.clone());
+                let info = QueryInfo::of(&self.workload, &self.queries[index], Some(&new));
+                observers.event(Event::QueryChanged {
+                    at,
+                    query: index,
+                    info,
+                });
+                WorkerChange::Patch { index, qos: new }
+            }
+            Command::Remove { query, flush } => {
+                let index = self.index_of(&query)?;
+                self.removed[index] = true;
+                WorkerChange::Remove { index, flush }
+            }
+            Command::Policy(policy) => {
+                let shedding_policy = !matches!(policy.params.kind, ShedKind::None);
+                observers.event(Event::PolicyChanged {
+                    at,
+                    policy: policy.name.clone(),
+                    shedding_policy,
+                });
+                WorkerChange::Policy(policy)
+            }
+        })
+    }
+
+    /// Completes the removal of query `index` with the workers' final ledgers (one per
+    /// worker that ran it): observers hear it once, with the ledgers added.
+    pub fn removed(
+        &self,
+        index: usize,
+        parts: &[Removal],
+        at: Nanos,
+        observers: &mut Observers<'_>,
+    ) -> Removal {
+        let mut ledger = parts[0].ledger.clone();
+        for p in &parts[1..] {
+            add_ledger(&mut ledger, &p.ledger);
+        }
+        let rows_dropped = parts.iter().map(|p| p.rows_dropped).sum();
+        observers.event(Event::QueryRemoved {
+            at,
+            query: index,
+            ledger: Box::new(ledger.clone()),
+            rows_dropped,
+        });
+        Removal {
+            ledger,
+            rows_dropped,
+        }
+    }
+
     /// Applies `cmd` at elapsed time `at` (engine time `now`) to every worker of `sharded`
-    /// that runs the query, and to its controller (`controllers[k]`, if the run has one);
-    /// results a removal flushes go to `sink(worker, rows)`. Observers get one event.
+    /// and its controller (`controllers[k]`, if the run has one); results a removal
+    /// flushes go to `sink(worker, rows)`. Observers get one event.
     #[allow(clippy::too_many_arguments)]
     pub fn apply(
         &mut self,
@@ -121,132 +317,26 @@ impl ShardedManager {
         mut sink: impl FnMut(usize, &Emitted<'_>),
         observers: &mut Observers<'_>,
     ) -> Result<Outcome, ChangeError> {
-        match cmd {
-            Command::Add(spec) => {
-                let index = sharded.engines[0].query_count();
-                let placement = place(&self.workload, sharded, &spec, index)?;
-                let def = query_def(&spec, spec.qos.as_ref());
-                let map = sharded.map.clone();
-                sharded.placement.push(placement);
-                for (k, e) in sharded.engines.iter_mut().enumerate() {
-                    let q = e.add_query(def.clone()).map_err(ManageError::from)?;
-                    debug_assert_eq!(q, index);
-                    let c = controllers.get_mut(k).and_then(Option::as_mut);
-                    let routed = sharded.routers[k].route(e.query_stream(q)) != Route::Broadcast;
-                    match placement {
-                        Placement::Sharded { .. } if routed => {}
-                        Placement::Sharded { column } => e.set_shard(q, map.filter(column, k)),
-                        Placement::Owner(o) if o != k => {
-                            // Before any input reaches it: an empty, balanced tombstone.
-                            e.remove_query(q, false, now, |_| {})
-                                .map_err(ManageError::from)?;
-                            if let Some(c) = c {
-                                c.add_query(e, q, spec.qos.clone(), spec.cost);
-                                c.remove_query(e, q);
-                            }
-                            continue;
-                        }
-                        Placement::Owner(_) => {}
-                    }
-                    if let Some(c) = c {
-                        c.add_query(e, q, spec.qos.clone(), spec.cost);
-                    }
-                }
-                let info = QueryInfo::of(&self.workload, &spec, spec.qos.as_ref());
-                self.queries.push(*spec);
-                self.removed.push(false);
-                observers.event(Event::QueryAdded {
-                    at,
-                    query: index,
-                    info,
-                });
-                Ok(Outcome::Added { index })
-            }
-            Command::Patch { query, qos } => {
-                let index = self.index_of(&query)?;
-                let new = qos.apply(self.queries[index].qos.as_ref());
-                for k in 0..sharded.workers() {
-                    if !sharded.runs(k, index) {
-                        continue;
-                    }
-                    let e = &mut sharded.engines[k];
-                    e.patch_query(index, new.latency_target(), new.weight, new.lossless)
-                        .map_err(ManageError::from)?;
-                    if let Some(c) = controllers.get_mut(k).and_then(Option::as_mut) {
-                        c.set_qos(e, index, Some(new.clone()));
-                    }
-                }
-                self.queries[index].qos = Some(new.clone());
-                let info = QueryInfo::of(&self.workload, &self.queries[index], Some(&new));
-                observers.event(Event::QueryChanged {
-                    at,
-                    query: index,
-                    info,
-                });
-                Ok(Outcome::Patched { index, qos: new })
-            }
-            Command::Remove { query, flush } => {
-                let index = self.index_of(&query)?;
-                let mut rows_dropped = 0;
-                let mut ledgers = Vec::new();
-                let mut snaps = Vec::new();
-                for k in 0..sharded.workers() {
-                    let runs = sharded.runs(k, index);
-                    let e = &mut sharded.engines[k];
-                    if runs {
-                        let r = e
-                            .remove_query(index, flush, now, |x| sink(k, x))
-                            .map_err(ManageError::from)?;
-                        if let Some(c) = controllers.get_mut(k).and_then(Option::as_mut) {
-                            c.remove_query(e, index);
-                        }
-                        rows_dropped += r.rows_dropped;
-                        ledgers.push(r.ledger);
-                    }
-                    snaps.push(e.snapshot());
-                }
-                // The merged final ledger: the workers' parts added, as in the run's view.
-                let mut merged = merge(
-                    &snaps,
-                    &[],
-                    |w, q| sharded.runs(w, q),
-                    |s| sharded.routed(s),
-                );
-                let ledger = merged.queries.swap_remove(index);
-                debug_assert_eq!(
-                    ledger.offered,
-                    ledgers.iter().map(|l| l.offered).sum::<u64>()
-                );
-                self.removed[index] = true;
-                observers.event(Event::QueryRemoved {
-                    at,
-                    query: index,
-                    ledger: Box::new(ledger.clone()),
-                    rows_dropped,
-                });
-                Ok(Outcome::Removed {
-                    index,
-                    removal: Removal {
-                        ledger,
-                        rows_dropped,
-                    },
-                })
-            }
-            Command::Policy(policy) => {
-                let name = policy.name.clone();
-                let shedding_policy = !matches!(policy.params.kind, ShedKind::None);
-                for (e, c) in sharded.engines.iter_mut().zip(controllers.iter_mut()) {
-                    if let Some(c) = c {
-                        c.set_policy(e, policy.clone());
-                    }
-                }
-                observers.event(Event::PolicyChanged {
-                    at,
-                    policy: name.clone(),
-                    shedding_policy,
-                });
-                Ok(Outcome::PolicySet { name })
-            }
+        let n = sharded.workers();
+        let change = self.plan(cmd, &sharded.routers[0], n, at, observers)?;
+        if let WorkerChange::Add { placement, .. } = &change {
+            sharded.placement.push(*placement);
         }
+        let mut removals = Vec::new();
+        for (k, e) in sharded.engines.iter_mut().enumerate() {
+            let c = controllers.get_mut(k).and_then(Option::as_mut);
+            let (router, map) = (&sharded.routers[k], &sharded.map);
+            let part = apply_part(&change, k, e, c, router, map, now, |x| sink(k, x))?;
+            removals.extend(part);
+        }
+        Ok(match change {
+            WorkerChange::Add { index, .. } => Outcome::Added { index },
+            WorkerChange::Patch { index, qos } => Outcome::Patched { index, qos },
+            WorkerChange::Remove { index, .. } => {
+                let removal = self.removed(index, &removals, at, observers);
+                Outcome::Removed { index, removal }
+            }
+            WorkerChange::Policy(p) => Outcome::PolicySet { name: p.name },
+        })
     }
 }

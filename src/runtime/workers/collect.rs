@@ -10,13 +10,15 @@
 use std::collections::VecDeque;
 
 use super::Sharded;
+use super::changes::ShardedManager;
 use super::publish::{Part, Publisher};
 use super::worker::FromWorker;
-use crate::core::engine::{Emitted, Engine};
+use crate::core::engine::{Emitted, Engine, Removal};
 use crate::core::schema::{DataType, Nanos};
 use crate::core::stats::EngineSnapshot;
 use crate::runtime::observe::{Event, Observers};
 use crate::runtime::outputs::Outputs;
+use crate::spec::QuerySpec;
 
 /// Output names and types of every query, for the sinks.
 struct Shapes {
@@ -45,6 +47,13 @@ pub(super) struct Collector {
     /// Per worker, its reports not yet published, oldest first.
     pending: Vec<VecDeque<Part>>,
     publisher: Publisher,
+    /// The run's query table (scripted changes).
+    pub manager: ShardedManager,
+    /// Changes sent to the workers and not answered by all yet, oldest first: the
+    /// removed query's index (for a removal) and when it was sent.
+    changes: VecDeque<(Option<usize>, Nanos)>,
+    /// Per worker, its answers to those changes, oldest first.
+    answers: Vec<VecDeque<Option<Removal>>>,
 }
 
 impl Collector {
@@ -54,7 +63,25 @@ impl Collector {
             shapes: shapes(&sharded.engines[0]),
             pending: vec![VecDeque::new(); sharded.workers()],
             publisher: Publisher::new(w, tick),
+            manager: ShardedManager::new(w),
+            changes: VecDeque::new(),
+            answers: vec![VecDeque::new(); sharded.workers()],
         }
+    }
+
+    /// Query `spec` was just added: its rows' shape and its latency target.
+    pub fn added(&mut self, spec: &QuerySpec) {
+        let out = &spec.plan.output;
+        (self.shapes.names).push(out.fields.iter().map(|f| f.name.clone()).collect());
+        self.shapes.types.push(out.types());
+        self.shapes.queries.push(spec.name.clone());
+        let latency = spec.qos.as_ref().and_then(|s| s.latency);
+        self.publisher.add_query(latency.map(|l| l.percentile));
+    }
+
+    /// A change was sent to every worker at `at`: a removal of query `removes`, or not.
+    pub fn sent(&mut self, removes: Option<usize>, at: Nanos) {
+        self.changes.push_back((removes, at));
     }
 
     pub fn take(
@@ -100,6 +127,21 @@ impl Collector {
                         .map(|p| p.pop_front().expect("checked"))
                         .collect();
                     self.publish(&parts, sharded, observers, since, false, None);
+                }
+            }
+            FromWorker::Changed { worker, removal } => {
+                // Scripted changes were checked before the run; a failure changes nothing.
+                self.answers[worker].push_back(removal.ok().flatten());
+                while self.answers.iter().all(|a| !a.is_empty()) {
+                    let parts: Vec<Removal> = (self.answers.iter_mut())
+                        .filter_map(|a| a.pop_front().expect("checked"))
+                        .collect();
+                    let Some((removes, at)) = self.changes.pop_front() else {
+                        break;
+                    };
+                    if let Some(index) = removes.filter(|_| !parts.is_empty()) {
+                        self.manager.removed(index, &parts, at, observers);
+                    }
                 }
             }
         }

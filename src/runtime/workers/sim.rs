@@ -17,6 +17,7 @@ use crate::core::schema::Nanos;
 use crate::core::stats::EngineSnapshot;
 use crate::generator::StreamGenerator;
 use crate::runtime::control::{ControlReport, Controller, RunHistory};
+use crate::runtime::controls::PolicySwitch;
 use crate::runtime::manage::{Command, Outcome, Scripted};
 use crate::runtime::observe::{Event, Observers, RunInfo, RunMode, RunSummary};
 use crate::runtime::simulated::SLICE;
@@ -48,10 +49,12 @@ pub struct ShardedReport {
 }
 
 /// What steers a sharded simulated run from outside: the stop handle (checked once per
-/// turn) and the workload's scripted changes.
+/// turn), the workload's scripted changes, and the dashboard's policy switch (taken once
+/// per tick, for every worker).
 pub struct ShardedControl<'a> {
     pub stop: &'a StopHandle,
     pub script: Vec<Scripted>,
+    pub switch: Option<PolicySwitch>,
 }
 
 /// Settings of a sharded simulated run.
@@ -87,6 +90,7 @@ pub fn run_sharded(
     let control = ShardedControl {
         stop: &stop,
         script: Vec::new(),
+        switch: None,
     };
     run_sharded_with(
         sim,
@@ -109,7 +113,11 @@ pub fn run_sharded_with(
     let w = sim.workload;
     let n = sharded.workers();
     let per_worker = (sim.cores / n as f64).max(1e-9);
-    let ShardedControl { stop, script } = control;
+    let ShardedControl {
+        stop,
+        script,
+        switch,
+    } = control;
     let mut script = script;
     script.sort_by_key(|s| s.at);
     let mut script = script.into_iter().peekable();
@@ -263,6 +271,13 @@ pub fn run_sharded_with(
         }
         // Control ticks once every worker has reached them.
         while now_min >= next_tick && now_min != Nanos::MAX {
+            if let Some(p) = switch.as_ref().and_then(PolicySwitch::take) {
+                for (e, c) in sharded.engines.iter_mut().zip(controllers.iter_mut()) {
+                    if let Some(c) = c {
+                        c.set_policy(e, p.clone());
+                    }
+                }
+            }
             let mut parts: Vec<Part> = Vec::with_capacity(n);
             for (k, e) in sharded.engines.iter_mut().enumerate() {
                 e.tick(next_tick, |_| generated_to);
