@@ -266,3 +266,22 @@ fn scripted_changes_apply_to_every_live_worker() {
         assert!(count(&rows, q) > 0, "no rows of {q}");
     }
 }
+
+#[test]
+fn changes_due_after_the_end_of_a_simulated_run_never_apply() {
+    // `user_max` is added at 1.2 s: after the end of a 1.1 s run, on any number of workers.
+    let names = |n: usize| -> Vec<String> {
+        let p = write(&format!("end-{n}.yaml"), &workload(n, 2000, CHANGES));
+        let out = run(&p, &["--duration", "1100ms"]);
+        let err = String::from_utf8_lossy(&out.stderr).into_owned();
+        assert!(out.status.success(), "{err}");
+        (err.lines())
+            .filter_map(|l| l.strip_prefix("  query "))
+            .map(|l| l.split(':').next().unwrap().to_string())
+            .collect()
+    };
+    let one = names(1);
+    assert!(one.contains(&"hot_sensors".to_string()), "{one:?}");
+    assert!(!one.contains(&"user_max".to_string()), "{one:?}");
+    assert_eq!(names(2), one);
+}

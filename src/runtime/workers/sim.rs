@@ -200,7 +200,9 @@ pub fn run_sharded_with(
             observers.event(Event::StopRequested { at, reason, abort });
             break;
         }
-        while script.peek().is_some_and(|c| c.at <= now_min)
+        // (Once every worker is done, `now_min` is `MAX`: changes after the end never apply.)
+        while now_min != Nanos::MAX
+            && script.peek().is_some_and(|c| c.at <= now_min)
             && let Some(change) = script.next()
         {
             if let Command::Add(q) = &change.command {
