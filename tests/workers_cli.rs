@@ -1,7 +1,7 @@
 //! `spillway run --simulated` with `engine.workers: N` as a user meets it: the same rows
 //! at 1, 2 and 4 workers (scripted changes included), the same bytes for the same N twice,
 //! every ledger balanced under shedding, and what several workers refuse (exit 2, located):
-//! live query changes, a scripted add its stream's route cannot take, experiments.
+//! a scripted add its stream's route cannot take (`run` and `check`), experiments.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -212,19 +212,19 @@ fn what_several_workers_refuse_exits_2_with_a_located_reason() {
     // The same add on one worker is fine.
     let p = write("routable-1.yaml", &workload(1, 1000, bad));
     assert!(run(&p, &[]).status.success());
-    // The control API on a live run of several workers: refused.
-    let p = write(
-        "live.yaml",
-        &workload(2, 1000, "").replace("mode: simulated", "mode: live"),
-    );
-    let out = run(&p, &["--control-addr", "127.0.0.1:0", "--duration", "1s"]);
+    // Experiments judge policies against one engine's optimum: refused on several workers.
+    let p = write("experiment.yaml", &workload(2, 1000, ""));
+    let out = spillway()
+        .arg("experiment")
+        .arg(&p)
+        .arg("--out")
+        .arg(p.with_extension("out"))
+        .output()
+        .unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{err}");
-    assert!(err.contains("engine.workers"), "{err}");
-    assert!(
-        err.contains("--control-addr needs engine.workers: 1"),
-        "{err}"
-    );
+    assert!(err.contains("experiment.yaml:4:"), "{err}");
+    assert!(err.contains("runs one engine worker"), "{err}");
 }
 
 /// The ledger `offered A = processed B + shed C + queue-full D + withdrawn E` of the

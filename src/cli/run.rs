@@ -158,7 +158,8 @@ pub fn run(args: RunArgs) -> Result<ExitCode, Failure> {
         }
     };
     let changes = super::control::scripted(&args.workload, &w)?;
-    super::run_workers::check(&args.workload, &w, simulated, args.control_addr.is_some())?;
+    // What several workers cannot take, refused before anything starts.
+    super::run_workers::scripted_adds(&args.workload, &w)?;
     if simulated && args.control_addr.is_some() {
         return Err(Failure::BadInput(
             "--control-addr needs a live run; simulated runs take scripted `changes:`".into(),
@@ -234,7 +235,10 @@ pub fn run(args: RunArgs) -> Result<ExitCode, Failure> {
             args.duration,
             &stop,
             switch,
-            changes,
+            live.unwrap_or(LiveChanges {
+                script: Vec::new(),
+                inbox: None,
+            }),
             &runtime,
             &mut outputs,
             &mut observers,

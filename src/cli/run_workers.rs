@@ -10,7 +10,7 @@ use crate::core::shard::DEFAULT_SHARDS;
 use crate::runtime::assemble::engine_for;
 use crate::runtime::clock::WallClock;
 use crate::runtime::controls::PolicySwitch;
-use crate::runtime::live::LiveRun;
+use crate::runtime::live::{LiveChanges, LiveRun};
 use crate::runtime::manage::Scripted;
 use crate::runtime::observe::{Observers, RunSummary};
 use crate::runtime::outputs::Outputs;
@@ -24,30 +24,6 @@ use crate::runtime::workers::changes::place;
 use crate::runtime::workers::live::run_live_workers;
 use crate::runtime::workers::sim::{ShardedControl, ShardedSim, run_sharded_with};
 use crate::spec::{ChangeAction, Policy, SpecError, Workload};
-
-/// Rejects what several workers do not support, with the reason, located in the
-/// workload file `path`: live runs take no control API yet, and a scripted add must fit
-/// its stream's route.
-pub fn check(path: &Path, w: &Workload, simulated: bool, control_api: bool) -> Result<(), Failure> {
-    if w.engine.workers <= 1 {
-        return Ok(());
-    }
-    let n = w.engine.workers;
-    let file = path.display().to_string();
-    let located = |at: &str, message: String| {
-        let text = std::fs::read_to_string(path).unwrap_or_default();
-        Failure::BadInput(SpecError::located(&file, &text, at, message).to_string())
-    };
-    if control_api && !simulated {
-        return Err(located(
-            "engine.workers",
-            format!(
-                "--control-addr needs engine.workers: 1 (got {n}): the control API reads and changes one engine (its list, status and ad-hoc answers read that engine's state and history); on several workers, scripted `changes:` in the workload apply to every worker; run with workers: 1 to change queries over the API"
-            ),
-        ));
-    }
-    scripted_adds(path, w)
-}
 
 /// Refuses a scripted add of `w` (workload file `path`) that its stream's route on
 /// `engine.workers` workers cannot take (`workers::changes::place`), located at the add.
@@ -150,7 +126,8 @@ pub fn simulate(
     Ok(report.summary)
 }
 
-/// Runs `w` live on `w.engine.workers` workers, its scripted `changes` applied in band.
+/// Runs `w` live on `w.engine.workers` workers; its scripted changes and the control
+/// API's requests (`changes`) reach every worker in band.
 #[allow(clippy::too_many_arguments)]
 pub fn run(
     w: &Workload,
@@ -159,7 +136,7 @@ pub fn run(
     duration: Option<Nanos>,
     stop: &StopHandle,
     switch: Option<PolicySwitch>,
-    changes: Vec<Scripted>,
+    changes: LiveChanges,
     runtime: &tokio::runtime::Runtime,
     outputs: &mut Outputs<'_>,
     observers: &mut Observers<'_>,

@@ -190,6 +190,8 @@ pub struct ShardedManager {
     workload: Workload,
     queries: Vec<QuerySpec>,
     removed: Vec<bool>,
+    /// The policy in force (its name).
+    policy: String,
 }
 
 impl ShardedManager {
@@ -198,7 +200,42 @@ impl ShardedManager {
             queries: w.queries.clone(),
             removed: vec![false; w.queries.len()],
             workload: w.clone(),
+            policy: String::new(),
         }
+    }
+
+    /// The table of a run that starts under `policy`.
+    pub fn with_policy(mut self, policy: &Policy) -> ShardedManager {
+        self.policy = policy.name.clone();
+        self
+    }
+
+    /// The policy in force (its name).
+    pub fn policy(&self) -> &str {
+        &self.policy
+    }
+
+    /// The workload the run started from (its streams are the catalog of new queries).
+    pub fn workload(&self) -> &Workload {
+        &self.workload
+    }
+
+    /// The queries running now.
+    pub fn running(&self) -> Vec<&QuerySpec> {
+        (self.queries.iter().zip(&self.removed))
+            .filter(|(_, r)| !**r)
+            .map(|(q, _)| q)
+            .collect()
+    }
+
+    /// Whether query `i` was removed.
+    pub fn is_removed(&self, i: usize) -> bool {
+        self.removed.get(i).copied().unwrap_or(false)
+    }
+
+    /// The index of the running query `name`.
+    pub fn find(&self, name: &str) -> Option<usize> {
+        self.index_of(name).ok()
     }
 
     /// Every query by index, removed ones included.
@@ -266,6 +303,7 @@ impl ShardedManager {
                 WorkerChange::Remove { index, flush }
             }
             Command::Policy(policy) => {
+                self.policy = policy.name.clone();
                 let shedding_policy = !matches!(policy.params.kind, ShedKind::None);
                 observers.event(Event::PolicyChanged {
                     at,

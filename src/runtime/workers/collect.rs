@@ -16,9 +16,13 @@ use super::worker::FromWorker;
 use crate::core::engine::{Emitted, Engine, Removal};
 use crate::core::schema::{DataType, Nanos};
 use crate::core::stats::EngineSnapshot;
+use crate::runtime::control::ControlReport;
+use crate::runtime::inbox::{Reply, ledger};
 use crate::runtime::observe::{Event, Observers};
 use crate::runtime::outputs::Outputs;
-use crate::spec::QuerySpec;
+use crate::spec::{Policy, QuerySpec, Workload};
+use serde_json::json;
+use tokio::sync::oneshot;
 
 /// Output names and types of every query, for the sinks.
 struct Shapes {
@@ -41,6 +45,14 @@ fn shapes(e: &Engine) -> Shapes {
     }
 }
 
+/// A change sent to every worker: the removed query's index (for a removal), when it was
+/// sent, and the control API's reply waiting for its final ledger (with `flush`).
+pub(super) struct Sent {
+    pub removes: Option<usize>,
+    pub at: Nanos,
+    pub reply: Option<(oneshot::Sender<Reply>, bool)>,
+}
+
 /// Collects the workers' messages and publishes the merged view.
 pub(super) struct Collector {
     shapes: Shapes,
@@ -49,21 +61,20 @@ pub(super) struct Collector {
     publisher: Publisher,
     /// The run's query table (scripted changes).
     pub manager: ShardedManager,
-    /// Changes sent to the workers and not answered by all yet, oldest first: the
-    /// removed query's index (for a removal) and when it was sent.
-    changes: VecDeque<(Option<usize>, Nanos)>,
+    /// Changes sent to the workers and not answered by all yet, oldest first.
+    changes: VecDeque<Sent>,
     /// Per worker, its answers to those changes, oldest first.
     answers: Vec<VecDeque<Option<Removal>>>,
 }
 
 impl Collector {
     /// For the workers of `sharded` (their engines still in place), ticking every `tick`.
-    pub fn new(sharded: &Sharded, w: &crate::spec::Workload, tick: Nanos) -> Collector {
+    pub fn new(sharded: &Sharded, w: &Workload, policy: &Policy, tick: Nanos) -> Collector {
         Collector {
             shapes: shapes(&sharded.engines[0]),
             pending: vec![VecDeque::new(); sharded.workers()],
             publisher: Publisher::new(w, tick),
-            manager: ShardedManager::new(w),
+            manager: ShardedManager::new(w).with_policy(policy),
             changes: VecDeque::new(),
             answers: vec![VecDeque::new(); sharded.workers()],
         }
@@ -79,9 +90,14 @@ impl Collector {
         self.publisher.add_query(latency.map(|l| l.percentile));
     }
 
-    /// A change was sent to every worker at `at`: a removal of query `removes`, or not.
-    pub fn sent(&mut self, removes: Option<usize>, at: Nanos) {
-        self.changes.push_back((removes, at));
+    /// A change was sent to every worker.
+    pub fn sent(&mut self, sent: Sent) {
+        self.changes.push_back(sent);
+    }
+
+    /// The last merged report published, if any.
+    pub fn last(&self) -> Option<&ControlReport> {
+        self.publisher.last.as_ref()
     }
 
     pub fn take(
@@ -136,11 +152,21 @@ impl Collector {
                     let parts: Vec<Removal> = (self.answers.iter_mut())
                         .filter_map(|a| a.pop_front().expect("checked"))
                         .collect();
-                    let Some((removes, at)) = self.changes.pop_front() else {
+                    let Some(sent) = self.changes.pop_front() else {
                         break;
                     };
-                    if let Some(index) = removes.filter(|_| !parts.is_empty()) {
-                        self.manager.removed(index, &parts, at, observers);
+                    let Some(index) = sent.removes.filter(|_| !parts.is_empty()) else {
+                        continue;
+                    };
+                    let removal = self.manager.removed(index, &parts, sent.at, observers);
+                    if let Some((reply, flush)) = sent.reply {
+                        let name = &self.manager.queries()[index].name;
+                        let _ = reply.send(Ok(json!({
+                            "removed": name,
+                            "flushed": flush,
+                            "rows_dropped": removal.rows_dropped,
+                            "ledger": ledger(&removal.ledger),
+                        })));
                     }
                 }
             }

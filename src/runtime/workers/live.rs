@@ -22,8 +22,8 @@ use std::time::Duration;
 use crossbeam_channel::{Sender, TryRecvError};
 
 use super::Sharded;
-use super::changes::WorkerChange;
 use super::collect::Collector;
+use super::inbox::{Coordinator, send_change, serve};
 use super::report::merge_history;
 use super::worker::{FromWorker, ToWorker, Worker, WorkerEnd};
 use crate::core::schema::Nanos;
@@ -31,8 +31,7 @@ use crate::runtime::clock::WallClock;
 use crate::runtime::control::Controller;
 use crate::runtime::controls::PolicySwitch;
 use crate::runtime::frontier::stream_frontier;
-use crate::runtime::live::LiveRun;
-use crate::runtime::manage::{Command, Scripted};
+use crate::runtime::live::{LiveChanges, LiveRun};
 use crate::runtime::observe::{Event, Observers, RunInfo, RunMode, RunSummary};
 use crate::runtime::outputs::Outputs;
 use crate::runtime::source::{SourceLink, SourceMsg, spawn};
@@ -43,11 +42,11 @@ const WORKER_CHANNEL: usize = 64;
 const FLUSH_EVERY: Nanos = 1_000_000_000;
 
 /// Runs `run` live on the workers of `sharded` until the duration, the sources' end or a
-/// stop request; the `script`ed changes go to every worker in band when due (checked
-/// before the run: `workers::changes::place`).
+/// stop request; scripted `changes` (checked before the run: `workers::changes::place`)
+/// and the control API's requests go to every worker in band (`workers::inbox`).
 pub fn run_live_workers(
     run: LiveRun<'_>,
-    script: Vec<Scripted>,
+    changes: LiveChanges,
     runtime: &tokio::runtime::Runtime,
     mut sharded: Sharded,
     outputs: &mut Outputs<'_>,
@@ -84,8 +83,9 @@ pub fn run_live_workers(
             )
         })
         .collect();
-    let mut collector = Collector::new(&sharded, workload, workload.engine.tick);
-    let mut script = script;
+    let mut collector = Collector::new(&sharded, workload, &policy, workload.engine.tick);
+    let LiveChanges { mut script, inbox } = changes;
+    let mut inbox = inbox;
     script.sort_by_key(|c| c.at);
     let mut script = script.into_iter().peekable();
     let (out_tx, out_rx) = crossbeam_channel::unbounded::<FromWorker>();
@@ -148,35 +148,24 @@ pub fn run_live_workers(
             {
                 sources_stop.store(true, Ordering::Relaxed);
             }
-            // Due changes, in band: after every batch sent so far, on every worker.
+            // Due changes and the control API's requests, in band: after every batch
+            // sent so far, on every worker.
+            let mut co = Coordinator {
+                collector: &mut collector,
+                sharded: &mut sharded,
+                outputs,
+                observers,
+                txs: &txs,
+                workers: n,
+                since,
+            };
             while let Some(c) = script.next_if(|c| c.at <= since) {
-                let name = match &c.command {
-                    Command::Add(q) => Some(q.name.clone()),
-                    _ => None,
-                };
-                let router = &sharded.routers[0];
-                let m = &mut collector.manager;
-                let Ok(change) = m.plan(c.command, router, n, since, observers) else {
-                    continue;
-                };
-                let removes = match &change {
-                    WorkerChange::Add {
-                        index, placement, ..
-                    } => {
-                        sharded.placement.push(*placement);
-                        let spec = collector.manager.queries()[*index].clone();
-                        collector.added(&spec);
-                        if let Some(name) = &name {
-                            outputs.claim_scripted(*index, name);
-                        }
-                        None
-                    }
-                    WorkerChange::Remove { index, .. } => Some(*index),
-                    _ => None,
-                };
-                collector.sent(removes, since);
-                let change = Arc::new(change);
-                broadcast(&txs, &|| ToWorker::Change(Arc::clone(&change)));
+                // Scripted changes were checked before the run; one that still fails
+                // (a name removed over the API) changes nothing.
+                let _ = send_change(c.command, None, &mut co);
+            }
+            if let Some(inbox) = &mut inbox {
+                serve(inbox, &mut co);
             }
             let mut all_done = true;
             let mut moved = false;

@@ -15,6 +15,8 @@ pub mod changes;
 #[cfg(feature = "shell")]
 mod collect;
 #[cfg(feature = "shell")]
+mod inbox;
+#[cfg(feature = "shell")]
 pub mod live;
 pub mod merge;
 pub mod publish;

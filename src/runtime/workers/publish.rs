@@ -28,6 +28,8 @@ pub fn part(report: ControlReport, c: &Controller) -> Part {
 #[derive(Debug)]
 pub struct Publisher {
     latency: MergedLatency,
+    /// The last merged report published (what the control API answers from).
+    pub last: Option<ControlReport>,
 }
 
 impl Publisher {
@@ -35,6 +37,7 @@ impl Publisher {
     pub fn new(w: &Workload, tick: Nanos) -> Publisher {
         Publisher {
             latency: MergedLatency::new(w, tick),
+            last: None,
         }
     }
 
@@ -76,6 +79,7 @@ impl Publisher {
             tick_latency: &refs,
             last,
         });
+        self.last = Some(merged);
     }
 }
 

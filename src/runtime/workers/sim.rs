@@ -132,7 +132,7 @@ pub fn run_sharded_with(
     );
     let shedding_policy = info.shedding_policy;
     observers.event(Event::RunStarted(info));
-    let mut manager = ShardedManager::new(w);
+    let mut manager = ShardedManager::new(w).with_policy(sim.policy.as_ref().unwrap_or(&none));
     let mut publisher = Publisher::new(w, w.engine.tick);
     let mut costs = sim.costs.clone();
     let mut controllers: Vec<Option<Controller>> = Vec::with_capacity(n);
