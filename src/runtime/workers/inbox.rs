@@ -39,15 +39,17 @@ pub(super) struct Coordinator<'a, 'o, 'b> {
     pub since: Nanos,
 }
 
-/// Resolves `cmd` and sends it to every worker in band; a removal's `reply` (with its
-/// `flush`) waits for the workers' final ledgers. Returns the change sent.
+/// Resolves `cmd` (`scripted`: from the workload's `changes:`) and sends it to every
+/// worker in band; a removal's `reply` (with its `flush`) waits for the workers' final
+/// ledgers. Returns the change sent.
 pub(super) fn send_change(
     cmd: Command,
+    scripted: bool,
     reply: Option<(tokio::sync::oneshot::Sender<Reply>, bool)>,
     c: &mut Coordinator<'_, '_, '_>,
 ) -> Result<Arc<WorkerChange>, ChangeError> {
     let name = match &cmd {
-        Command::Add(q) => Some(q.name.clone()),
+        Command::Add(q) if scripted => Some(q.name.clone()),
         _ => None,
     };
     let n = c.workers;
@@ -61,7 +63,7 @@ pub(super) fn send_change(
             let spec = c.collector.manager.queries()[*index].clone();
             c.collector.added(&spec);
             if let Some(name) = &name {
-                // A scripted add's sink was opened at start (an API add routes its own).
+                // A scripted add's sink was opened at start (an API add routed its own).
                 c.outputs.claim_scripted(*index, name);
             }
             None
@@ -98,13 +100,13 @@ pub(super) fn serve(inbox: &mut Inbox, c: &mut Coordinator<'_, '_, '_>) {
                     // Answered by the collector, with the workers' final ledgers (a
                     // running query's removal cannot fail here).
                     let cmd = Command::Remove { query: name, flush };
-                    let _ = send_change(cmd, Some((reply, flush)), c);
+                    let _ = send_change(cmd, false, Some((reply, flush)), c);
                     continue;
                 }
             }
             Request::Policy { policy, reply } => (
                 reply,
-                send_change(Command::Policy(policy), None, c)
+                send_change(Command::Policy(policy), false, None, c)
                     .map(|_| json!({"policy": c.collector.manager.policy()}))
                     .map_err(conflict),
             ),
@@ -141,7 +143,7 @@ fn add(inbox: &mut Inbox, body: &str, c: &mut Coordinator<'_, '_, '_>) -> Reply 
     })?;
     let name = spec.name.clone();
     c.outputs.add_route(index, sink);
-    send_change(Command::Add(Box::new(spec)), None, c).map_err(conflict)?;
+    send_change(Command::Add(Box::new(spec)), false, None, c).map_err(conflict)?;
     Ok(json!({"added": name, "index": index, "query": view(index, c, true)}))
 }
 
@@ -151,7 +153,7 @@ fn patch(name: &str, body: &str, c: &mut Coordinator<'_, '_, '_>) -> Reply {
     let catalog = m.workload().catalog();
     let qos = parse_qos_request(body, &m.queries()[index], &catalog).map_err(refused)?;
     let query = name.to_string();
-    send_change(Command::Patch { query, qos }, None, c).map_err(conflict)?;
+    send_change(Command::Patch { query, qos }, false, None, c).map_err(conflict)?;
     Ok(view(index, c, true))
 }
 

@@ -162,7 +162,7 @@ pub fn run_live_workers(
             while let Some(c) = script.next_if(|c| c.at <= since) {
                 // Scripted changes were checked before the run; one that still fails
                 // (a name removed over the API) changes nothing.
-                let _ = send_change(c.command, None, &mut co);
+                let _ = send_change(c.command, true, None, &mut co);
             }
             if let Some(inbox) = &mut inbox {
                 serve(inbox, &mut co);
