@@ -38,6 +38,13 @@ pub fn calibrate(args: CalibrateArgs) -> Result<ExitCode, Failure> {
         w.name,
         args.duration as f64 / 1e9
     );
+    if w.engine.workers > 1 {
+        // A declared cost is per tuple a worker processes, at any N (`workers::sim`).
+        eprintln!(
+            "spillway: on one engine worker (engine.workers: {} is not used: a query's cost per tuple is the same on each worker)",
+            w.engine.workers
+        );
+    }
     let report = run_headless(
         &w,
         engine,

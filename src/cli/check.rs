@@ -25,6 +25,7 @@ pub fn check(args: CheckArgs) -> Result<ExitCode, Failure> {
         SimSettings::from_workload(&w, None)
             .map_err(|e| Failure::BadInput(format!("{}: {e}", args.workload.display())))?;
     }
+    super::run_workers::scripted_adds(&args.workload, &w)?;
     outln!(
         "{}: workload `{}` is valid: {} stream(s), {} query(ies)",
         args.workload.display(),

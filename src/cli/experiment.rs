@@ -89,6 +89,7 @@ struct Planned {
 
 fn plan(args: &ExperimentArgs, path: &Path, out: PathBuf) -> Result<Planned, Failure> {
     let w = load_workload(path)?;
+    super::run_workers::refuse_experiment(path, &w)?;
     let block = w.experiment.as_ref();
     let policies = match (&args.policies, block) {
         (Some(p), _) => p

@@ -158,7 +158,8 @@ pub fn run(args: RunArgs) -> Result<ExitCode, Failure> {
         }
     };
     let changes = super::control::scripted(&args.workload, &w)?;
-    super::run_workers::check(&w, simulated, args.control_addr.is_some(), &changes)?;
+    // What several workers cannot take, refused before anything starts.
+    super::run_workers::scripted_adds(&args.workload, &w)?;
     if simulated && args.control_addr.is_some() {
         return Err(Failure::BadInput(
             "--control-addr needs a live run; simulated runs take scripted `changes:`".into(),
@@ -233,6 +234,11 @@ pub fn run(args: RunArgs) -> Result<ExitCode, Failure> {
             sources,
             args.duration,
             &stop,
+            switch,
+            live.unwrap_or(LiveChanges {
+                script: Vec::new(),
+                inbox: None,
+            }),
             &runtime,
             &mut outputs,
             &mut observers,
@@ -255,6 +261,16 @@ pub fn run(args: RunArgs) -> Result<ExitCode, Failure> {
             &mut outputs,
             &mut observers,
         ),
+        Some(settings) if w.engine.workers > 1 => super::run_workers::simulate(
+            &w,
+            policy,
+            &settings,
+            &stop,
+            changes,
+            switch,
+            &mut outputs,
+            &mut observers,
+        )?,
         Some(settings) => {
             let clock = WallClock::start();
             let mut controller =

@@ -238,7 +238,7 @@ fn apply(cmd: Command, s: &mut Site<'_, '_, '_>) -> Result<Outcome, (u16, Value)
     })
 }
 
-fn refused(e: RequestError) -> (u16, Value) {
+pub(crate) fn refused(e: RequestError) -> (u16, Value) {
     (
         400,
         json!({
@@ -251,7 +251,7 @@ fn refused(e: RequestError) -> (u16, Value) {
     )
 }
 
-fn not_found(name: &str) -> (u16, Value) {
+pub(crate) fn not_found(name: &str) -> (u16, Value) {
     (
         404,
         json!({"error": format!("no query named `{name}` is running")}),
@@ -322,7 +322,7 @@ fn view(i: usize, s: &Site<'_, '_, '_>, detail: bool) -> Value {
     v
 }
 
-fn qos_view(q: Option<&QosSpec>) -> Value {
+pub(crate) fn qos_view(q: Option<&QosSpec>) -> Value {
     match q {
         None => Value::Null,
         Some(q) => json!({

@@ -20,6 +20,22 @@ pub struct SpecError {
     pub message: String,
 }
 
+impl SpecError {
+    /// `message` about the setting at dotted `path` of workload `file`, whose text is
+    /// `text`: located there (or at its nearest written ancestor). For checks made after
+    /// parsing, by whoever knows what the setting cannot do.
+    pub fn located(file: &str, text: &str, path: &str, message: impl Into<String>) -> SpecError {
+        let (line, column) = locate(text, path);
+        SpecError {
+            file: file.to_string(),
+            line,
+            column,
+            path: path.to_string(),
+            message: message.into(),
+        }
+    }
+}
+
 impl fmt::Display for SpecError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{}:{}:{}: ", self.file, self.line, self.column)?;

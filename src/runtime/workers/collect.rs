@@ -9,18 +9,20 @@
 
 use std::collections::VecDeque;
 
-use hdrhistogram::Histogram;
-
 use super::Sharded;
-use super::merge::merge;
-use super::report::{MergedLatency, merge_reports};
+use super::changes::ShardedManager;
+use super::publish::{Part, Publisher};
 use super::worker::FromWorker;
-use crate::core::engine::{Emitted, Engine};
+use crate::core::engine::{Emitted, Engine, Removal};
 use crate::core::schema::{DataType, Nanos};
 use crate::core::stats::EngineSnapshot;
 use crate::runtime::control::ControlReport;
-use crate::runtime::observe::{Event, Observers, TickReport};
+use crate::runtime::inbox::{Reply, ledger};
+use crate::runtime::observe::{Event, Observers};
 use crate::runtime::outputs::Outputs;
+use crate::spec::{Policy, QuerySpec, Workload};
+use serde_json::json;
+use tokio::sync::oneshot;
 
 /// Output names and types of every query, for the sinks.
 struct Shapes {
@@ -43,25 +45,59 @@ fn shapes(e: &Engine) -> Shapes {
     }
 }
 
-/// One worker's report of a tick and its per-query tick latencies.
-pub(super) type Part = (ControlReport, Vec<Histogram<u64>>);
+/// A change sent to every worker: the removed query's index (for a removal), when it was
+/// sent, and the control API's reply waiting for its final ledger (with `flush`).
+pub(super) struct Sent {
+    pub removes: Option<usize>,
+    pub at: Nanos,
+    pub reply: Option<(oneshot::Sender<Reply>, bool)>,
+}
 
 /// Collects the workers' messages and publishes the merged view.
 pub(super) struct Collector {
     shapes: Shapes,
     /// Per worker, its reports not yet published, oldest first.
     pending: Vec<VecDeque<Part>>,
-    latency: MergedLatency,
+    publisher: Publisher,
+    /// The run's query table (scripted changes).
+    pub manager: ShardedManager,
+    /// Changes sent to the workers and not answered by all yet, oldest first.
+    changes: VecDeque<Sent>,
+    /// Per worker, its answers to those changes, oldest first.
+    answers: Vec<VecDeque<Option<Removal>>>,
 }
 
 impl Collector {
     /// For the workers of `sharded` (their engines still in place), ticking every `tick`.
-    pub fn new(sharded: &Sharded, w: &crate::spec::Workload, tick: Nanos) -> Collector {
+    pub fn new(sharded: &Sharded, w: &Workload, policy: &Policy, tick: Nanos) -> Collector {
         Collector {
             shapes: shapes(&sharded.engines[0]),
             pending: vec![VecDeque::new(); sharded.workers()],
-            latency: MergedLatency::new(w, tick),
+            publisher: Publisher::new(w, tick),
+            manager: ShardedManager::new(w).with_policy(policy),
+            changes: VecDeque::new(),
+            answers: vec![VecDeque::new(); sharded.workers()],
         }
+    }
+
+    /// Query `spec` was just added: its rows' shape and its latency target.
+    pub fn added(&mut self, spec: &QuerySpec) {
+        let out = &spec.plan.output;
+        (self.shapes.names).push(out.fields.iter().map(|f| f.name.clone()).collect());
+        self.shapes.types.push(out.types());
+        self.shapes.queries.push(spec.name.clone());
+        let latency = spec.qos.as_ref().and_then(|s| s.latency);
+        self.publisher.add_query(latency.map(|l| l.percentile));
+    }
+
+    /// A change was sent to every worker.
+    pub fn sent(&mut self, sent: Sent) {
+        self.changes.push_back(sent);
+    }
+
+    /// The last merged report published, if any.
+    pub fn last(&self) -> Option<&ControlReport> {
+        self.publisher.last.as_ref()
     }
 
     pub fn take(
@@ -109,11 +145,35 @@ impl Collector {
                     self.publish(&parts, sharded, observers, since, false, None);
                 }
             }
+            FromWorker::Changed { worker, removal } => {
+                // Scripted changes were checked before the run; a failure changes nothing.
+                self.answers[worker].push_back(removal.ok().flatten());
+                while self.answers.iter().all(|a| !a.is_empty()) {
+                    let parts: Vec<Removal> = (self.answers.iter_mut())
+                        .filter_map(|a| a.pop_front().expect("checked"))
+                        .collect();
+                    let Some(sent) = self.changes.pop_front() else {
+                        break;
+                    };
+                    let Some(index) = sent.removes.filter(|_| !parts.is_empty()) else {
+                        continue;
+                    };
+                    let removal = self.manager.removed(index, &parts, sent.at, observers);
+                    if let Some((reply, flush)) = sent.reply {
+                        let name = &self.manager.queries()[index].name;
+                        let _ = reply.send(Ok(json!({
+                            "removed": name,
+                            "flushed": flush,
+                            "rows_dropped": removal.rows_dropped,
+                            "ledger": ledger(&removal.ledger),
+                        })));
+                    }
+                }
+            }
         }
     }
 
-    /// Hands one merged report to the observers: `engine` is the merged engine snapshot
-    /// when known (the final one), else merged from the reports'.
+    /// Hands one merged report to the observers (`publish::Publisher::publish`).
     pub fn publish(
         &mut self,
         parts: &[Part],
@@ -123,37 +183,6 @@ impl Collector {
         last: bool,
         engine: Option<EngineSnapshot>,
     ) {
-        let reports: Vec<&ControlReport> = parts.iter().map(|p| &p.0).collect();
-        let engine = engine.unwrap_or_else(|| {
-            let snaps: Vec<_> = reports.iter().map(|r| r.qos.engine.clone()).collect();
-            merge(
-                &snaps,
-                &[],
-                |w, q| sharded.runs(w, q),
-                |s| sharded.routed(s),
-            )
-        });
-        let mut merged = merge_reports(&reports, |w, q| sharded.runs(w, q), engine);
-        let latency = add_latency(parts);
-        self.latency.push(&latency);
-        self.latency.apply(&mut merged.qos.queries);
-        let refs: Vec<&Histogram<u64>> = latency.iter().collect();
-        observers.tick(&TickReport {
-            elapsed,
-            control: &merged,
-            tick_latency: &refs,
-            last,
-        });
+        (self.publisher).publish(parts, sharded, observers, elapsed, last, engine);
     }
-}
-
-/// The workers' per-query tick latencies added.
-fn add_latency(parts: &[Part]) -> Vec<Histogram<u64>> {
-    let mut latency = parts[0].1.clone();
-    for p in &parts[1..] {
-        for (a, b) in latency.iter_mut().zip(&p.1) {
-            let _ = a.add(b);
-        }
-    }
-    latency
 }

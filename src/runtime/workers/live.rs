@@ -8,6 +8,10 @@
 //! publishes one merged report per tick once every worker has sent it
 //! (`workers::collect`): observers see one QoS view.
 //!
+//! Scripted `changes:` go to every worker in band when due (`workers::changes`); the
+//! coordinator keeps the query table and tells the observers, a removal once every
+//! worker has sent its final ledger.
+//!
 //! Stopping works as in `live.rs`: sources stop, then every worker drains its queues,
 //! flushes and returns its engine, whose counters are merged into the summary.
 
@@ -19,13 +23,15 @@ use crossbeam_channel::{Sender, TryRecvError};
 
 use super::Sharded;
 use super::collect::Collector;
+use super::inbox::{Coordinator, send_change, serve};
 use super::report::merge_history;
 use super::worker::{FromWorker, ToWorker, Worker, WorkerEnd};
 use crate::core::schema::Nanos;
 use crate::runtime::clock::WallClock;
 use crate::runtime::control::Controller;
+use crate::runtime::controls::PolicySwitch;
 use crate::runtime::frontier::stream_frontier;
-use crate::runtime::live::LiveRun;
+use crate::runtime::live::{LiveChanges, LiveRun};
 use crate::runtime::observe::{Event, Observers, RunInfo, RunMode, RunSummary};
 use crate::runtime::outputs::Outputs;
 use crate::runtime::source::{SourceLink, SourceMsg, spawn};
@@ -36,9 +42,11 @@ const WORKER_CHANNEL: usize = 64;
 const FLUSH_EVERY: Nanos = 1_000_000_000;
 
 /// Runs `run` live on the workers of `sharded` until the duration, the sources' end or a
-/// stop request.
+/// stop request; scripted `changes` (checked before the run: `workers::changes::place`)
+/// and the control API's requests go to every worker in band (`workers::inbox`).
 pub fn run_live_workers(
     run: LiveRun<'_>,
+    changes: LiveChanges,
     runtime: &tokio::runtime::Runtime,
     mut sharded: Sharded,
     outputs: &mut Outputs<'_>,
@@ -50,7 +58,7 @@ pub fn run_live_workers(
         sources,
         duration,
         stop,
-        policy_switch: _,
+        policy_switch,
     } = run;
     let n = sharded.workers();
     let clock = WallClock::start();
@@ -75,7 +83,11 @@ pub fn run_live_workers(
             )
         })
         .collect();
-    let mut collector = Collector::new(&sharded, workload, workload.engine.tick);
+    let mut collector = Collector::new(&sharded, workload, &policy, workload.engine.tick);
+    let LiveChanges { mut script, inbox } = changes;
+    let mut inbox = inbox;
+    script.sort_by_key(|c| c.at);
+    let mut script = script.into_iter().peekable();
     let (out_tx, out_rx) = crossbeam_channel::unbounded::<FromWorker>();
     let engines = std::mem::take(&mut sharded.engines);
     let mut aborted = false;
@@ -104,6 +116,7 @@ pub fn run_live_workers(
                 engine,
                 controller,
                 router: sharded.routers[k].clone(),
+                map: sharded.map.clone(),
                 rx,
                 out: out_tx.clone(),
                 clock,
@@ -134,6 +147,25 @@ pub fn run_live_workers(
                 && (duration.is_some_and(|d| since >= d) || stop.is_stopping() || outputs.closed)
             {
                 sources_stop.store(true, Ordering::Relaxed);
+            }
+            // Due changes and the control API's requests, in band: after every batch
+            // sent so far, on every worker.
+            let mut co = Coordinator {
+                collector: &mut collector,
+                sharded: &mut sharded,
+                outputs,
+                observers,
+                txs: &txs,
+                workers: n,
+                since,
+            };
+            while let Some(c) = script.next_if(|c| c.at <= since) {
+                // Scripted changes were checked before the run; one that still fails
+                // (a name removed over the API) changes nothing.
+                let _ = send_change(c.command, true, None, &mut co);
+            }
+            if let Some(inbox) = &mut inbox {
+                serve(inbox, &mut co);
             }
             let mut all_done = true;
             let mut moved = false;
@@ -177,6 +209,10 @@ pub fn run_live_workers(
                 break;
             }
             if since >= next_tick {
+                // The dashboard's switch reaches every worker before the tick's marker.
+                if let Some(p) = policy_switch.as_ref().and_then(PolicySwitch::take) {
+                    broadcast(&txs, &|| ToWorker::Policy(Box::new(p.clone())));
+                }
                 let t0 = clock.now();
                 let frontiers: Arc<[Nanos]> = links
                     .iter()

@@ -16,8 +16,8 @@ use crate::core::engine::Engine;
 use crate::core::schema::Nanos;
 use crate::core::stats::{EngineSnapshot, QuerySnapshot, latency_histogram};
 
-/// Adds `b`'s counters into `a`.
-fn add_query(a: &mut QuerySnapshot, b: &QuerySnapshot) {
+/// Adds `b`'s counters into `a` (one query's ledger on two workers).
+pub fn add_ledger(a: &mut QuerySnapshot, b: &QuerySnapshot) {
     a.offered += b.offered;
     for (x, y) in a.dropped.iter_mut().zip(&b.dropped) {
         *x += y;
@@ -96,7 +96,7 @@ pub fn merge(
                 *merged = snap.queries[q].clone();
                 first = false;
             } else {
-                add_query(merged, &snap.queries[q]);
+                add_ledger(merged, &snap.queries[q]);
             }
         }
         let h = merged_latency(engines, q);

@@ -8,14 +8,24 @@
 //! runs whole on one owner worker (a tombstone elsewhere), which keeps its rows and their
 //! order exactly as with one worker.
 //!
+//! Drivers: `live` (a coordinator thread and N `worker` threads; `collect` merges what
+//! they send back) and `sim` (N workers on virtual time). Both publish one merged QoS view
+//! per tick (`publish`, from `report` and `merge`) and apply changes of the query set to
+//! every worker through one table (`changes`); the live coordinator also serves the
+//! control API (`inbox`).
+//!
 //! Invariant: for every query, the union of the workers' result rows is the one-worker
 //! result, and each worker's ledger balances on its own.
 
+pub mod changes;
 #[cfg(feature = "shell")]
 mod collect;
 #[cfg(feature = "shell")]
+mod inbox;
+#[cfg(feature = "shell")]
 pub mod live;
 pub mod merge;
+pub mod publish;
 pub mod report;
 pub mod route;
 pub mod sim;

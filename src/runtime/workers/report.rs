@@ -42,6 +42,11 @@ impl MergedLatency {
         }
     }
 
+    /// A query added while running, with its latency target's percentile if it has one.
+    pub fn add_target(&mut self, percentile: Option<f64>) {
+        self.targets.push(percentile);
+    }
+
     /// Ends a tick whose summed per-query latencies are `tick`.
     pub fn push(&mut self, tick: &[Histogram<u64>]) {
         while self.windows.len() < tick.len() {

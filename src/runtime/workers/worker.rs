@@ -13,15 +13,18 @@ use std::time::Duration;
 use crossbeam_channel::{Receiver, Sender, TryRecvError};
 use hdrhistogram::Histogram;
 
+use super::changes::{WorkerChange, apply_part};
 use super::offer;
 use super::route::Router;
 use crate::core::batch::Batch;
-use crate::core::engine::Engine;
+use crate::core::engine::{Engine, Removal};
 use crate::core::operators::ResultApprox;
 use crate::core::schema::Nanos;
+use crate::core::shard::ShardMap;
 use crate::runtime::clock::WallClock;
 use crate::runtime::control::{ControlReport, Controller, RunHistory};
-use crate::spec::{Flow, Workload};
+use crate::runtime::manage::ManageError;
+use crate::spec::{Flow, Policy, Workload};
 
 /// What the coordinator sends a worker, in order.
 pub(super) enum ToWorker {
@@ -33,6 +36,11 @@ pub(super) enum ToWorker {
         at: Nanos,
         frontiers: Arc<[Nanos]>,
     },
+    /// Switch to this policy (the dashboard's switch), in band.
+    Policy(Box<Policy>),
+    /// A change of the query set (`workers::changes`), in band: applied after every
+    /// batch sent before it, so at the same input position on every worker.
+    Change(Arc<WorkerChange>),
     /// Drain, flush and return (or, aborting, return at once).
     Finish {
         abort: bool,
@@ -52,6 +60,12 @@ pub(super) enum FromWorker {
         report: Box<ControlReport>,
         latency: Vec<Histogram<u64>>,
     },
+    /// The answer to a `Change`: this worker's final ledger of a query it removed (`None`
+    /// for any other change, or a tombstone), or why it failed.
+    Changed {
+        worker: usize,
+        removal: Result<Option<Removal>, ManageError>,
+    },
 }
 
 /// What a worker hands back at the end.
@@ -70,6 +84,8 @@ pub(super) struct Worker<'a> {
     pub engine: Engine,
     pub controller: Controller,
     pub router: Router,
+    /// The run's shard map (a query added while running keeps this worker's shards).
+    pub map: ShardMap,
     pub rx: Receiver<ToWorker>,
     pub out: Sender<FromWorker>,
     pub clock: WallClock,
@@ -99,6 +115,7 @@ impl Worker<'_> {
             mut engine,
             mut controller,
             mut router,
+            map,
             rx,
             out,
             clock,
@@ -142,6 +159,24 @@ impl Worker<'_> {
                         report: Box::new(report),
                         latency: tick_latency(&controller),
                     });
+                }
+                Some(ToWorker::Policy(p)) => controller.set_policy(&mut engine, *p),
+                Some(ToWorker::Change(change)) => {
+                    let now = clock.now();
+                    let c = Some(&mut controller);
+                    let mut rows = Vec::new();
+                    let removal = apply_part(&change, k, &mut engine, c, &router, &map, now, |e| {
+                        rows.push(FromWorker::Rows {
+                            index: e.index,
+                            rows: e.batch.clone(),
+                            approx: e.approx.cloned(),
+                            emitted_at: e.emitted_at,
+                        })
+                    });
+                    for r in rows {
+                        let _ = out.send(r);
+                    }
+                    let _ = out.send(FromWorker::Changed { worker: k, removal });
                 }
                 Some(ToWorker::Finish { abort }) => {
                     finishing = true;
