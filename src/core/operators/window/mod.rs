@@ -80,6 +80,12 @@ pub struct WindowAggregate {
 }
 
 impl WindowAggregate {
+    /// Key groups held by the sliding-window queue's tables (0 without slices).
+    #[cfg(test)]
+    pub(crate) fn slice_groups_held(&self) -> usize {
+        self.slices.as_ref().map_or(0, |s| s.held())
+    }
+
     /// The operator for `plan`: sliding windows are computed by slices.
     pub fn new(plan: &AggregatePlan) -> WindowAggregate {
         let mut op = WindowAggregate::per_window(plan);

@@ -61,6 +61,12 @@ impl Slices {
         self.stacks.touch(start);
     }
 
+    /// Key groups held in the two-stacks queue's tables.
+    #[cfg(test)]
+    pub(super) fn held(&self) -> usize {
+        self.stacks.held()
+    }
+
     /// Records a new slice group `slot` with `key` (once per group, not per tuple).
     pub(super) fn open(&mut self, slot: u32, key: &Key) {
         let next = self.kids.len() as u32 + self.free_kids.len() as u32;
@@ -198,9 +204,18 @@ impl WindowAggregate {
             order,
             stacks,
             kid_key,
+            slot_kid,
+            slot_seq,
             ..
         } = &mut *sl;
-        stacks.window(window);
+        let windows = &self.windows;
+        let parts = |s: i64| {
+            let slots = windows.get(&s).map_or(&[][..], Vec::as_slice);
+            slots
+                .iter()
+                .map(|&slot| (slot_kid[slot as usize], slot, slot_seq[slot as usize]))
+        };
+        stacks.window(window, &self.state, parts);
         order.clear();
         order.extend(0..window.kids.len() as u32);
         let seq = &window.seq;

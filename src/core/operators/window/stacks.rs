@@ -90,6 +90,10 @@ impl Table {
     }
 }
 
+/// Direct mode is taken when the front's tables would hold more than this many times the
+/// entries of the slices they stand for (see `Stacks::direct`).
+const DIRECT_RATIO: usize = 4;
+
 /// The queue of slices feeding the windows being closed.
 #[derive(Debug)]
 pub(super) struct Stacks {
@@ -105,6 +109,16 @@ pub(super) struct Stacks {
     /// Tables not in use, and scratch.
     pool: Vec<Table>,
     pairs: Vec<(u32, u32)>,
+    /// Direct mode: no aggregates are kept, `back` lists every queued slice and each window
+    /// combines them itself. Two stacks pay off when keys repeat across slices; when they
+    /// do not (a key per tuple, say), the front's suffix tables hold each key once per
+    /// older slice, quadratic in the slices per window (1.7 GB for 200k tuples of distinct
+    /// keys over four HOP queries), while combining a window from its slices costs what
+    /// the front saves. The mode is chosen from the queue's own figures at each flip and
+    /// window (`DIRECT_RATIO`).
+    direct: bool,
+    /// Slice entries (key groups) absorbed into `back_agg` since the last flip.
+    entries: usize,
 }
 
 impl Stacks {
@@ -117,6 +131,8 @@ impl Stacks {
             stale: false,
             pool: Vec::new(),
             pairs: Vec::new(),
+            direct: false,
+            entries: 0,
         }
     }
 
@@ -145,6 +161,7 @@ impl Stacks {
         }
         self.back.clear();
         self.back_agg.clear();
+        self.entries = 0;
     }
 
     fn table(&mut self, plan: &AggregatePlan) -> Table {
@@ -160,7 +177,10 @@ impl Stacks {
         parts: impl Iterator<Item = (u32, u32, u64)>,
     ) {
         self.back.push(start);
-        self.back_agg.absorb(src, parts, &mut self.pairs);
+        if !self.direct {
+            self.back_agg.absorb(src, parts, &mut self.pairs);
+            self.entries += self.pairs.len();
+        }
     }
 
     /// Drops every queued slice starting before `start`; `slice(s)` gives the parts of the
@@ -174,6 +194,11 @@ impl Stacks {
     ) where
         I: Iterator<Item = (u32, u32, u64)>,
     {
+        if self.direct {
+            let old = self.back.partition_point(|&s| s < start);
+            self.back.drain(..old);
+            return;
+        }
         loop {
             if let Some((s, _)) = self.front.last() {
                 if *s >= start {
@@ -185,7 +210,18 @@ impl Stacks {
                 continue;
             }
             match self.back.first() {
-                Some(&s) if s < start => self.flip(plan, src, &slice),
+                Some(&s) if s < start => {
+                    // The front would hold about `slices x keys` entries: against the
+                    // slices' own entries that says whether keys repeat.
+                    let n = self.back.len();
+                    if n > 2 && n * self.back_agg.kids.len() > DIRECT_RATIO * self.entries {
+                        self.direct = true;
+                        self.back_agg.clear();
+                        self.entries = 0;
+                        return self.evict_before(start, plan, src, slice);
+                    }
+                    self.flip(plan, src, &slice);
+                }
                 _ => return,
             }
         }
@@ -209,11 +245,40 @@ impl Stacks {
         self.back = back;
         self.back.clear();
         self.back_agg.clear();
+        self.entries = 0;
     }
 
-    /// Makes `window` the combination of every queued slice.
-    pub(super) fn window(&mut self, window: &mut Table) {
+    /// Key groups held in the queue's aggregate tables (the front's and the back's).
+    #[cfg(test)]
+    pub(super) fn held(&self) -> usize {
+        self.front.iter().map(|(_, t)| t.kids.len()).sum::<usize>() + self.back_agg.kids.len()
+    }
+
+    /// Makes `window` the combination of every queued slice; `slice(s)` gives the parts of
+    /// the live slice starting at `s` (read in direct mode).
+    pub(super) fn window<I>(
+        &mut self,
+        window: &mut Table,
+        src: &GroupState,
+        slice: impl Fn(i64) -> I,
+    ) where
+        I: Iterator<Item = (u32, u32, u64)>,
+    {
         window.clear();
+        if self.direct {
+            let mut entries = 0;
+            for &s in &self.back {
+                window.absorb(src, slice(s), &mut self.pairs);
+                entries += self.pairs.len();
+            }
+            // Keys repeat again: back to two stacks, rebuilt from the slices (half the
+            // ratio, so that a workload near the boundary does not switch every window).
+            if self.back.len() * window.kids.len() * 2 <= DIRECT_RATIO * entries {
+                self.direct = false;
+                self.stale = true;
+            }
+            return;
+        }
         if let Some((_, t)) = self.front.last() {
             window.absorb_table(t, &mut self.pairs);
         }
