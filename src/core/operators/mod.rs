@@ -19,6 +19,8 @@ mod tests;
 #[cfg(test)]
 mod tests_sliced;
 #[cfg(test)]
+mod tests_selection;
+#[cfg(test)]
 mod tests_stacks;
 #[cfg(test)]
 mod tests_state;
