@@ -17,9 +17,9 @@ mod scaling;
 #[cfg(test)]
 mod tests;
 #[cfg(test)]
-mod tests_sliced;
-#[cfg(test)]
 mod tests_selection;
+#[cfg(test)]
+mod tests_sliced;
 #[cfg(test)]
 mod tests_stacks;
 #[cfg(test)]

@@ -30,7 +30,10 @@ fn pipeline(sql: &str) -> Pipeline {
     let catalog = Catalog {
         streams: vec![("s".into(), schema())],
     };
-    Pipeline::new(&plan_query(sql, &catalog).expect("plans"), &schema().types())
+    Pipeline::new(
+        &plan_query(sql, &catalog).expect("plans"),
+        &schema().types(),
+    )
 }
 
 /// One input row: `(k, city, x, ts_ms)`; it arrives at `ts`.
@@ -196,7 +199,11 @@ fn input(ordered: bool) -> impl Strategy<Value = Vec<(Vec<Row>, Vec<bool>)>> {
                     .into_iter()
                     .map(|(k, c, x, step, back)| {
                         t += step;
-                        let ts = if !ordered && back == 0 { (t - 15).max(0) } else { t };
+                        let ts = if !ordered && back == 0 {
+                            (t - 15).max(0)
+                        } else {
+                            t
+                        };
                         (k, c, x, ts)
                     })
                     .collect();
@@ -219,7 +226,9 @@ fn with_selections(input: &[(Vec<Row>, Vec<bool>)]) -> Vec<(Batch, Option<Vec<u3
     input
         .iter()
         .map(|(rows, kept)| {
-            let sel = (0..rows.len() as u32).filter(|&i| kept[i as usize]).collect();
+            let sel = (0..rows.len() as u32)
+                .filter(|&i| kept[i as usize])
+                .collect();
             (batch(rows), Some(sel))
         })
         .collect()

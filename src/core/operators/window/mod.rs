@@ -27,6 +27,7 @@ use super::approx::Output;
 use super::interner::Interner;
 
 mod close;
+mod hot;
 mod slices;
 mod stacks;
 mod state;
@@ -37,6 +38,7 @@ use crate::core::plan::{AggregatePlan, MAX_GROUP_KEYS, TimeSource};
 use crate::core::rows::Rows;
 use crate::core::schema::{DataType, Nanos};
 use close::Due;
+use hot::HotKeys;
 use slices::Slices;
 use state::GroupState;
 
@@ -74,7 +76,7 @@ pub struct WindowAggregate {
     /// Sliding windows only: the newest slice's start and its keys' slots. In-order input
     /// lands there, and a map of one slice's keys stays in cache where the map of every
     /// open (slice, key) group does not. Emptied when that slice is freed.
-    hot: (i64, FxHashMap<[i64; MAX_GROUP_KEYS], u32>),
+    hot: (i64, HotKeys),
     // Scratch reused across batches.
     pairs: Vec<(u32, u32)>,
     encoded: Vec<Vec<i64>>,
@@ -110,7 +112,7 @@ impl WindowAggregate {
             due: VecDeque::new(),
             next_due: i64::MIN,
             late: 0,
-            hot: (i64::MIN, FxHashMap::default()),
+            hot: (i64::MIN, HotKeys::new(plan.keys.len())),
             pairs: Vec::new(),
             encoded: vec![Vec::new(); plan.keys.len()],
         }
@@ -220,6 +222,8 @@ impl WindowAggregate {
             .collect();
         let mut pairs = std::mem::take(&mut self.pairs);
         pairs.clear();
+        // What has closed for the row at hand; moves only with the watermark (below).
+        let mut row_closed = self.watermark.saturating_sub(lateness).max(self.closed);
         for pos in 0..n {
             let row = rows.row(pos);
             let t = times[row];
@@ -238,8 +242,9 @@ impl WindowAggregate {
                         self.close(closed_to, None, out);
                     }
                 }
+                row_closed = self.watermark.saturating_sub(lateness).max(self.closed);
             }
-            let closed_to = self.watermark.saturating_sub(lateness).max(self.closed);
+            let closed_to = row_closed;
             let mut key = [0i64; MAX_GROUP_KEYS];
             for (k, enc) in self.encoded.iter().enumerate() {
                 key[k] = enc[pos];
@@ -336,7 +341,7 @@ impl WindowAggregate {
         if start != self.hot.0 {
             return self.slot_for((start, key));
         }
-        if let Some(&s) = self.hot.1.get(&key) {
+        if let Some(s) = self.hot.1.get(&key) {
             return s;
         }
         let s = self.slot_for((start, key));
