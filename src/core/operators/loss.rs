@@ -172,9 +172,12 @@ impl WindowLoss {
         let ts = times(self.time, rows.batch);
         match rows.sel {
             None => runs.push_all(ts, &mut add),
-            Some(sel) => sel
-                .iter()
-                .for_each(|&i| runs.push(ts[i as usize], &mut add)),
+            Some(sel) => match runs.one_slice_of(sel.iter().map(|&i| ts[i as usize])) {
+                Some(lo) => runs.push_run(lo, sel.len() as u64, &mut add),
+                None => sel
+                    .iter()
+                    .for_each(|&i| runs.push(ts[i as usize], &mut add)),
+            },
         }
         runs.finish(&mut add);
     }
@@ -324,9 +327,14 @@ impl Runs {
 
     /// The slice every time of `ts` falls in, if there is one (two comparisons per time).
     fn one_slice(&self, ts: &[i64]) -> Option<i64> {
-        let lo = self.slice_of(*ts.first()?)?;
+        self.one_slice_of(ts.iter().copied())
+    }
+
+    /// `one_slice` of times given one by one (a selection's).
+    fn one_slice_of(&self, mut ts: impl Iterator<Item = i64>) -> Option<i64> {
+        let lo = self.slice_of(ts.next()?)?;
         let hi = lo.checked_add(self.slice)?;
-        ts.iter().all(|&t| lo <= t && t < hi).then_some(lo)
+        ts.all(|t| lo <= t && t < hi).then_some(lo)
     }
 
     /// `push` of every time in `ts`: a batch inside one slice (the usual case) costs two
