@@ -76,12 +76,17 @@ impl InputQueue {
     }
 
     pub fn push(&mut self, item: Queued) -> Admit {
-        if self.tuples + item.len() > self.capacity && !self.batches.is_empty() {
+        if !self.admits(item.len()) {
             return Admit::Full;
         }
         self.tuples += item.len();
         self.batches.push_back(item);
         Admit::Queued
+    }
+
+    /// Whether `push` would queue a batch of `tuples` tuples now.
+    pub fn admits(&self, tuples: usize) -> bool {
+        self.tuples + tuples <= self.capacity || self.batches.is_empty()
     }
 
     pub fn pop(&mut self) -> Option<Queued> {

@@ -359,16 +359,15 @@ impl Engine {
             };
             add(&mut q.stats.dropped, &query_shed);
             let len = item.len() as u64;
-            if len > 0 {
-                let windowed = q.pipeline.is_windowed().then(|| item.clone());
-                if q.queue.push(item) == Admit::Full {
-                    q.stats.dropped[DropReason::QueueFull.index()] += len;
-                    if let Some(item) = windowed {
-                        note_all_lost(&mut q.pipeline, &item);
-                    }
-                } else {
-                    self.queued.insert(qi);
+            if len > 0 && !q.queue.admits(len as usize) {
+                q.stats.dropped[DropReason::QueueFull.index()] += len;
+                if q.pipeline.is_windowed() {
+                    note_all_lost(&mut q.pipeline, &item);
                 }
+            } else if len > 0 {
+                let admitted = q.queue.push(item);
+                debug_assert_eq!(admitted, Admit::Queued);
+                self.queued.insert(qi);
             }
         }
         if let Some(r) = &mut self.streams[stream].retained {

@@ -222,6 +222,7 @@ impl WindowAggregate {
             .collect();
         let mut pairs = std::mem::take(&mut self.pairs);
         pairs.clear();
+        pairs.reserve(n);
         // What has closed for the row at hand; moves only with the watermark (below).
         let mut row_closed = self.watermark.saturating_sub(lateness).max(self.closed);
         for pos in 0..n {
@@ -242,7 +243,8 @@ impl WindowAggregate {
                         self.close(closed_to, None, out);
                     }
                 }
-                row_closed = self.watermark.saturating_sub(lateness).max(self.closed);
+                // `closed` moves only when windows close (above): recomputed here.
+                row_closed = w.saturating_sub(lateness).max(self.closed);
             }
             let closed_to = row_closed;
             let mut key = [0i64; MAX_GROUP_KEYS];
