@@ -1,7 +1,8 @@
 //! Fan-out through selections: when a query's drop point keeps part of a batch that other
 //! queries share, the query reads the shared batch through its selection. Its rows must be
 //! exactly those it gets from a copy of the kept rows, the queries that keep everything
-//! must be unaffected, and every query's ledger must balance.
+//! must be unaffected, every query's ledger must balance, and a full queue must count
+//! only the selected rows.
 
 use spillway::core::batch::Batch;
 use spillway::core::drop::{DropRule, ValueBins};
@@ -194,4 +195,54 @@ fn random_partial_keeps_balance_every_ledger() {
     }
     // The projection emits one row per processed row that passes `k > 1`.
     assert!(got[1].len() as u64 <= snap.queries[1].processed);
+}
+
+#[test]
+fn a_full_queue_rejects_and_counts_only_the_selected_rows() {
+    let input = batches();
+    let catalog = Catalog {
+        streams: vec![("s".into(), schema())],
+    };
+    let query = |name: &str| QueryDef {
+        name: name.into(),
+        plan: plan_query(QUERIES[0], &catalog).expect("plans"),
+        latency_target: None,
+        weight: 1.0,
+        lossless: false,
+    };
+    let streams = vec![StreamDef {
+        name: "s".into(),
+        schema: schema(),
+    }];
+    let config = EngineConfig {
+        queue_capacity: 1,
+        ..EngineConfig::default()
+    };
+    let mut e = Engine::new(streams, vec![query("kept"), query("all")], config).unwrap();
+    e.install(&DropRules {
+        streams: vec![DropRule::KeepAll],
+        queries: vec![keep_non_negative(), DropRule::KeepAll],
+        queue_capacity: None,
+    });
+    // No turns: the first batch with rows is queued, every later one finds the queue full.
+    for b in &input {
+        e.ingest(0, b.clone());
+    }
+    let kept = |b: &Batch| match &b.columns[2] {
+        spillway::core::batch::Column::Float(x) => x.iter().filter(|&&v| v >= 0.0).count(),
+        _ => unreachable!("x is a float"),
+    } as u64;
+    let first = input.iter().position(|b| kept(b) > 0).unwrap();
+    let full: u64 = input[first + 1..].iter().map(kept).sum();
+    let snap = e.snapshot();
+    let q = &snap.queries[0];
+    let reason = spillway::core::drop::DropReason::QueueFull.index();
+    assert_eq!((q.queued, q.dropped[reason]), (kept(&input[first]), full));
+    for q in &snap.queries {
+        let dropped: u64 = q.dropped.iter().sum();
+        assert_eq!(q.offered, q.processed + q.queued + dropped, "{}", q.name);
+    }
+    while e.run_turn(0).is_some() {}
+    let snap = e.snapshot();
+    assert_eq!(snap.queries[0].processed, kept(&input[first]));
 }
