@@ -159,6 +159,21 @@ impl<'a> Datum<'a> {
         }
     }
 
+    /// Appends the rows `sel` names (ascending) of this value, evaluated over a whole
+    /// batch, to `out` (which has the same storage type): a projection through a selection.
+    pub fn append_selected(&self, out: &mut Column, sel: &[u32]) {
+        match (self, out) {
+            (Datum::Owned(c), out) => out.gather_from(c, sel),
+            (Datum::Ints(v), Column::Int(o)) => o.extend(sel.iter().map(|&i| v[i as usize])),
+            (Datum::Floats(v), Column::Float(o)) => o.extend(sel.iter().map(|&i| v[i as usize])),
+            (Datum::Strs(v), Column::Str(o)) => {
+                o.extend(sel.iter().map(|&i| v[i as usize].clone()))
+            }
+            (Datum::Bools(v), Column::Bool(o)) => o.extend(sel.iter().map(|&i| v[i as usize])),
+            (d, o) => d.append_to(o, sel.len()),
+        }
+    }
+
     /// The value materialised as an owned column of `n` rows.
     pub fn into_column(self, n: usize) -> Column {
         match self {

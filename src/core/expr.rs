@@ -4,6 +4,7 @@
 
 use super::batch::{Batch, Column};
 pub use super::datum::{Datum, Side, Storage};
+use super::rows::Rows;
 use super::schema::Scalar;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -272,6 +273,33 @@ impl Expr {
     /// Evaluates and appends the `batch.len()` results to `out`.
     pub fn eval_into(&self, batch: &Batch, out: &mut Column) {
         self.eval(batch).append_to(out, batch.len());
+    }
+
+    /// Evaluates over the whole batch and appends the results of the rows `rows` sees.
+    pub fn eval_rows_into(&self, rows: Rows<'_>, out: &mut Column) {
+        match rows.sel {
+            None => self.eval_into(rows.batch, out),
+            Some(sel) => self.eval(rows.batch).append_selected(out, sel),
+        }
+    }
+
+    /// `select`, except that when every row holds it returns `true` and leaves `sel`
+    /// empty: the caller reads the whole batch and no index list is built.
+    pub fn select_or_all(&self, batch: &Batch, sel: &mut Vec<u32>) -> bool {
+        sel.clear();
+        match self.eval(batch).as_bools() {
+            Ok(v) if v.iter().all(|b| *b) => true,
+            Ok(v) => {
+                sel.extend(
+                    v.iter()
+                        .enumerate()
+                        .filter(|(_, b)| **b)
+                        .map(|(i, _)| i as u32),
+                );
+                false
+            }
+            Err(all) => all,
+        }
     }
 
     /// Row indices of `batch` for which this boolean expression holds, into `sel`.

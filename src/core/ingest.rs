@@ -5,6 +5,7 @@
 use super::batch::{Batch, Column};
 use super::drop::{DropCounts, DropReason, DropRule, bin_of};
 use super::operators::LossKind;
+use super::rows::Rows;
 
 /// What the shedder installs: a rule per stream and per query drop point, and optionally
 /// a new input queue bound (tail-drop).
@@ -57,19 +58,19 @@ pub(super) fn share_left(offered: u64, dropped: &DropCounts) -> f64 {
 }
 
 pub(super) fn observe(o: &mut ValueObserver, batch: &Batch) {
+    observe_rows(o, Rows::all(batch));
+}
+
+/// `observe` of the rows `rows` sees.
+pub(super) fn observe_rows(o: &mut ValueObserver, rows: Rows<'_>) {
     let n = o.counts.len() - 2;
     let (lo, hi, width) = (o.lo, o.hi, o.width);
-    match &batch.columns[o.column] {
-        Column::Float(v) => {
-            for &x in v {
-                o.counts[bin_of(lo, hi, width, n, x)] += 1;
-            }
-        }
-        Column::Int(v) => {
-            for &x in v {
-                o.counts[bin_of(lo, hi, width, n, x as f64)] += 1;
-            }
-        }
+    let mut count = |x: f64| o.counts[bin_of(lo, hi, width, n, x)] += 1;
+    match (&rows.batch.columns[o.column], rows.sel) {
+        (Column::Float(v), None) => v.iter().for_each(|&x| count(x)),
+        (Column::Float(v), Some(sel)) => sel.iter().for_each(|&i| count(v[i as usize])),
+        (Column::Int(v), None) => v.iter().for_each(|&x| count(x as f64)),
+        (Column::Int(v), Some(sel)) => sel.iter().for_each(|&i| count(v[i as usize] as f64)),
         _ => {}
     }
 }

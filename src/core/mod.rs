@@ -14,6 +14,7 @@ pub mod operators;
 pub mod plan;
 pub mod queue;
 pub mod retain;
+pub mod rows;
 pub mod scheduler;
 pub mod schema;
 pub mod shard;

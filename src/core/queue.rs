@@ -1,11 +1,13 @@
 //! A query's bounded input queue. It holds shared batches (one stream batch is queued for
-//! every query that reads it without copying) and counts tuples, not batches: the bound
+//! every query that reads it without copying; a query whose drop point kept part of it
+//! queues the batch with its selection) and counts tuples, not batches: the bound
 //! and the depth the monitor reports are both in tuples.
 
 use std::collections::VecDeque;
 use std::sync::Arc;
 
 use super::batch::Batch;
+use super::rows::Rows;
 use super::schema::Nanos;
 use super::shard::RoutedTime;
 
@@ -22,16 +24,39 @@ pub enum Admit {
 #[derive(Clone, Debug)]
 pub struct Queued {
     pub batch: Arc<Batch>,
+    /// The rows of `batch` a drop point kept for this query (ascending), when it kept part
+    /// of a batch other queries share: read in place, not copied. `None`: every row.
+    pub sel: Option<Vec<u32>>,
     pub keep: f64,
     /// Share of the offered batch that semantic drops left (1 when none dropped): results
     /// built from it are incomplete by design and say so, but are not scaled.
     pub value_keep: f64,
     /// For a batch split by shard before the workers: the stream's event time its rows
-    /// cannot see (`RoutedTime`); `None` when the batch holds every row of the stream.
+    /// cannot see (`RoutedTime`, one entry per row of `batch`, selected or not); `None`
+    /// when the batch holds every row of the stream.
     pub time: Option<Arc<RoutedTime>>,
     /// Every row passed the query's indexed conjunct at ingest (shared evaluation): the
     /// pipeline runs only the rest of its filter (`Pipeline::set_residual`).
     pub prefiltered: bool,
+}
+
+impl Queued {
+    /// The queued tuples: the selected rows of the batch.
+    pub fn len(&self) -> usize {
+        self.sel.as_ref().map_or(self.batch.len(), Vec::len)
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The rows a pipeline reads.
+    pub fn rows(&self) -> Rows<'_> {
+        match &self.sel {
+            Some(sel) => Rows::selected(&self.batch, sel),
+            None => Rows::all(&self.batch),
+        }
+    }
 }
 
 #[derive(Debug)]
@@ -51,17 +76,22 @@ impl InputQueue {
     }
 
     pub fn push(&mut self, item: Queued) -> Admit {
-        if self.tuples + item.batch.len() > self.capacity && !self.batches.is_empty() {
+        if !self.admits(item.len()) {
             return Admit::Full;
         }
-        self.tuples += item.batch.len();
+        self.tuples += item.len();
         self.batches.push_back(item);
         Admit::Queued
     }
 
+    /// Whether `push` would queue a batch of `tuples` tuples now.
+    pub fn admits(&self, tuples: usize) -> bool {
+        self.tuples + tuples <= self.capacity || self.batches.is_empty()
+    }
+
     pub fn pop(&mut self) -> Option<Queued> {
         let q = self.batches.pop_front()?;
-        self.tuples -= q.batch.len();
+        self.tuples -= q.len();
         Some(q)
     }
 
@@ -88,6 +118,8 @@ impl InputQueue {
     pub fn oldest_arrival(&self) -> Option<Nanos> {
         self.batches
             .front()
-            .and_then(|q| q.batch.arrival.first().copied())
+            .map(|q| q.rows())
+            .filter(|r| !r.is_empty())
+            .map(|r| r.arrival(0))
     }
 }

@@ -96,19 +96,19 @@ impl Engine {
         if flush {
             while let Some(item) = st.queue.pop() {
                 st.pipeline.next_prefiltered(item.prefiltered);
-                st.pipeline.process_routed(
-                    &item.batch,
+                st.pipeline.process_selected(
+                    item.rows(),
                     item.keep,
                     item.value_keep,
                     item.time.as_deref(),
                     &mut st.out,
                 );
-                st.stats.processed += item.batch.len() as u64;
+                st.stats.processed += item.len() as u64;
             }
             st.pipeline.flush(now, &mut st.out);
         } else {
             while let Some(item) = st.queue.pop() {
-                st.stats.dropped[DropReason::Withdrawn.index()] += item.batch.len() as u64;
+                st.stats.dropped[DropReason::Withdrawn.index()] += item.len() as u64;
             }
             // Rows already due are delivered; what the open windows would still give is
             // counted, then discarded.

@@ -27,7 +27,7 @@ use super::batch::Batch;
 use super::drop::{DropPoint, DropReason};
 use super::indexset::IndexSet;
 pub use super::ingest::{DropRules, ValueObserver};
-use super::ingest::{add, diff, loss_kind, mix, observe, share_left};
+use super::ingest::{add, diff, loss_kind, mix, observe, observe_rows, share_left};
 use super::operators::{LossKind, Output, Pipeline, ResultApprox};
 use super::plan::QueryPlan;
 use super::queue::{Admit, InputQueue, Queued};
@@ -154,6 +154,8 @@ pub struct Engine {
     sel: Vec<u32>,
     /// Rows the stream's drop point kept of the batch being ingested.
     stream_sel: Vec<u32>,
+    /// Selection buffers of processed batches, reused for the next partial keeps.
+    spare_sels: Vec<Vec<u32>>,
     /// Engine-thread time spent outside query turns (ingest, hand-off), ns.
     overhead: u64,
     /// Queue depth (tuples) past which `stream_room` tells pull sources to wait.
@@ -196,6 +198,7 @@ impl Engine {
             names: Vec::new(),
             sel: Vec::new(),
             stream_sel: Vec::new(),
+            spare_sels: Vec::new(),
             overhead: 0,
             pull_bound: config.queue_capacity.max(1),
             config,
@@ -322,25 +325,30 @@ impl Engine {
                 shared::Narrowed::Rows(b, t) => (b, t),
             };
             let before = q.drop.dropped;
-            let (kept, kept_time) = match q.drop.apply(&batch, &mut self.sel) {
-                None => (batch.clone(), time.clone()),
+            let (kept, kept_sel, kept_time) = match q.drop.apply(&batch, &mut self.sel) {
+                None => (batch.clone(), None, time.clone()),
                 // Nothing kept (keep 0, the usual case of a query shed whole): no copy.
-                Some(()) if self.sel.is_empty() => (empty.clone(), None),
+                Some(()) if self.sel.is_empty() => (empty.clone(), None, None),
+                Some(()) if self.sel.len() == batch.len() => (batch.clone(), None, time.clone()),
+                // Part kept: the shared batch and this query's selection, no copy of rows
+                // (the selection's buffer comes back from `run_turn`).
                 Some(()) => {
-                    let mut kept = Batch::new(types, self.sel.len());
-                    kept.gather_from(&batch, &self.sel);
-                    let t = time.as_ref().map(|t| Arc::new(t.gather(&self.sel)));
-                    (Arc::new(kept), t)
+                    let mut sel = self.spare_sels.pop().unwrap_or_default();
+                    sel.clear();
+                    sel.extend_from_slice(&self.sel);
+                    (batch.clone(), Some(sel), time.clone())
                 }
             };
             let query_shed = diff(&q.drop.dropped, &before);
-            if kept.len() < batch.len()
+            let kept_rows = kept_sel.as_ref().map_or(kept.len(), Vec::len);
+            if kept_rows < batch.len()
                 && let Some(kind) = loss_kind(&query_shed, q.drop.random_keep())
             {
                 q.pipeline.note_lost(&batch, &self.sel, kind);
             }
             let item = Queued {
                 batch: kept,
+                sel: kept_sel,
                 keep: stream_keep * q.drop.random_keep(),
                 // Each point's semantic share of what reached its value test (window
                 // decisions come first there), multiplied along the way.
@@ -350,17 +358,16 @@ impl Engine {
                 prefiltered,
             };
             add(&mut q.stats.dropped, &query_shed);
-            let len = item.batch.len() as u64;
-            if len > 0 {
-                let windowed = q.pipeline.is_windowed().then(|| item.batch.clone());
-                if q.queue.push(item) == Admit::Full {
-                    q.stats.dropped[DropReason::QueueFull.index()] += len;
-                    if let Some(b) = windowed {
-                        q.pipeline.note_lost(&b, &[], LossKind::Unscaled);
-                    }
-                } else {
-                    self.queued.insert(qi);
+            let len = item.len() as u64;
+            if len > 0 && !q.queue.admits(len as usize) {
+                q.stats.dropped[DropReason::QueueFull.index()] += len;
+                if q.pipeline.is_windowed() {
+                    note_all_lost(&mut q.pipeline, &item);
                 }
+            } else if len > 0 {
+                let admitted = q.queue.push(item);
+                debug_assert_eq!(admitted, Admit::Queued);
+                self.queued.insert(qi);
             }
         }
         if let Some(r) = &mut self.streams[stream].retained {
@@ -426,25 +433,30 @@ impl Engine {
             self.scheduler.pick(&self.views, queries.len(), now)?
         };
         let q = &mut self.queries[qi];
-        let item = q.queue.pop()?;
+        let mut item = q.queue.pop()?;
         if let Some(o) = &mut q.processed_values {
-            observe(o, &item.batch);
+            observe_rows(o, item.rows());
         }
         q.pipeline.next_prefiltered(item.prefiltered);
-        q.pipeline.process_routed(
-            &item.batch,
+        q.pipeline.process_selected(
+            item.rows(),
             item.keep,
             item.value_keep,
             item.time.as_deref(),
             &mut q.out,
         );
-        q.stats.processed += item.batch.len() as u64;
+        let tuples = item.len();
+        q.stats.processed += tuples as u64;
         // Only a query with results is visited by `emit` (most of many filters emit
         // nothing in most turns).
         if !q.out.is_empty() {
             self.unemitted.insert(qi);
         }
-        let tuples = item.batch.len();
+        if let Some(sel) = item.sel.take()
+            && self.spare_sels.len() < SPARE_SELS
+        {
+            self.spare_sels.push(sel);
+        }
         if item.prefiltered {
             let stream = q.stream;
             self.streams[stream].shared.recycle(item.batch);
@@ -559,6 +571,27 @@ impl Engine {
                 .collect(),
             queries,
             overhead: self.overhead,
+        }
+    }
+}
+
+/// Selection buffers kept for reuse (one per partial keep in flight is plenty).
+const SPARE_SELS: usize = 256;
+
+/// Tells a windowed pipeline that every row of `item` was lost unscaled (its queue was
+/// full): the rows not selected were never the query's, so they are passed as kept.
+fn note_all_lost(pipeline: &mut Pipeline, item: &Queued) {
+    match &item.sel {
+        None => pipeline.note_lost(&item.batch, &[], LossKind::Unscaled),
+        Some(sel) => {
+            let mut others = Vec::with_capacity(item.batch.len() - sel.len());
+            let mut next = sel.iter().peekable();
+            for row in 0..item.batch.len() as u32 {
+                if next.next_if(|&&s| s == row).is_none() {
+                    others.push(row);
+                }
+            }
+            pipeline.note_lost(&item.batch, &others, LossKind::Unscaled);
         }
     }
 }

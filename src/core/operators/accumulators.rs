@@ -68,33 +68,20 @@ impl Acc {
                     v[s as usize] += 1;
                 }
             }
-            Acc::SumInt(v) => {
-                let a = ints(arg);
-                for &(s, r) in pairs {
-                    let x = &mut v[s as usize];
-                    *x = x.wrapping_add(a.at(r as usize));
-                }
-            }
-            Acc::SumFloat(v) => {
-                let a = floats(arg);
-                for &(s, r) in pairs {
-                    v[s as usize] += a.at(r as usize);
-                }
-            }
+            Acc::SumInt(v) => each(pairs, ints(arg), |s, x| {
+                v[s] = v[s].wrapping_add(x);
+            }),
+            Acc::SumFloat(v) => each(pairs, floats(arg), |s, x| v[s] += x),
             Acc::Avg { sum, n } => {
                 let d = arg.expect("AVG has an argument");
+                let mut add = |s: usize, x: f64| {
+                    sum[s] += x;
+                    n[s] += 1;
+                };
                 if d.storage() == Storage::Int {
-                    let a = d.ints();
-                    for &(s, r) in pairs {
-                        sum[s as usize] += a.at(r as usize) as f64;
-                        n[s as usize] += 1;
-                    }
+                    each(pairs, d.ints(), |s, x| add(s, x as f64));
                 } else {
-                    let a = d.floats();
-                    for &(s, r) in pairs {
-                        sum[s as usize] += a.at(r as usize);
-                        n[s as usize] += 1;
-                    }
+                    each(pairs, d.floats(), add);
                 }
             }
             Acc::MinInt(v) => fold(v, pairs, ints(arg), |x, y| x.min(y)),
@@ -187,8 +174,17 @@ fn floats<'a>(arg: Option<&'a Datum<'_>>) -> Side<'a, f64> {
 }
 
 fn fold<T: Copy>(v: &mut [T], pairs: &[(u32, u32)], a: Side<'_, T>, f: impl Fn(T, T) -> T) {
-    for &(s, r) in pairs {
-        let x = &mut v[s as usize];
-        *x = f(*x, a.at(r as usize));
+    each(pairs, a, |s, x| v[s] = f(v[s], x));
+}
+
+/// Calls `f(slot, value)` for every `(slot, row)` pair, in order, with the operand's
+/// value at the row: one loop per operand shape, no branch per pair.
+#[inline]
+fn each<T: Copy>(pairs: &[(u32, u32)], a: Side<'_, T>, mut f: impl FnMut(usize, T)) {
+    match a {
+        Side::Many(v) => pairs
+            .iter()
+            .for_each(|&(s, r)| f(s as usize, v[r as usize])),
+        Side::One(c) => pairs.iter().for_each(|&(s, _)| f(s as usize, c)),
     }
 }

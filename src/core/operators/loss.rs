@@ -14,6 +14,7 @@ use std::collections::BTreeMap;
 use super::approx::{ColumnApprox, Output};
 use crate::core::batch::{Batch, Column};
 use crate::core::plan::{AggregatePlan, TimeSource};
+use crate::core::rows::Rows;
 
 /// Why tuples were lost before reaching a window, which decides how its rows say so.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -162,13 +163,22 @@ impl WindowLoss {
         runs.finish(&mut add);
     }
 
-    /// Counts the rows of `batch` (about to be folded) as kept by their windows: a few
+    /// Counts the rows `rows` sees (about to be folded) as kept by their windows: a few
     /// nanoseconds per run of tuples in one slice, no allocation per tuple.
-    pub fn count_kept(&mut self, batch: &Batch, closed: i64) {
+    pub fn count_kept(&mut self, rows: Rows<'_>, closed: i64) {
         let mut runs = self.runs(closed);
         let tallies = &mut self.tallies;
         let mut add = |start: i64, n: u64| tallies.entry(start).or_default().kept += n;
-        runs.push_all(times(self.time, batch), &mut add);
+        let ts = times(self.time, rows.batch);
+        match rows.sel {
+            None => runs.push_all(ts, &mut add),
+            Some(sel) => match runs.one_slice_of(sel.iter().map(|&i| ts[i as usize])) {
+                Some(lo) => runs.push_run(lo, sel.len() as u64, &mut add),
+                None => sel
+                    .iter()
+                    .for_each(|&i| runs.push(ts[i as usize], &mut add)),
+            },
+        }
         runs.finish(&mut add);
     }
 
@@ -317,9 +327,14 @@ impl Runs {
 
     /// The slice every time of `ts` falls in, if there is one (two comparisons per time).
     fn one_slice(&self, ts: &[i64]) -> Option<i64> {
-        let lo = self.slice_of(*ts.first()?)?;
+        self.one_slice_of(ts.iter().copied())
+    }
+
+    /// `one_slice` of times given one by one (a selection's).
+    fn one_slice_of(&self, mut ts: impl Iterator<Item = i64>) -> Option<i64> {
+        let lo = self.slice_of(ts.next()?)?;
         let hi = lo.checked_add(self.slice)?;
-        ts.iter().all(|&t| lo <= t && t < hi).then_some(lo)
+        ts.all(|t| lo <= t && t < hi).then_some(lo)
     }
 
     /// `push` of every time in `ts`: a batch inside one slice (the usual case) costs two
@@ -426,7 +441,7 @@ mod tests {
                 }
                 l.note_lost(&b, &kept, LossKind::Unscaled, closed);
                 let kb = batch(&kept.iter().map(|&i| ts[i as usize]).collect::<Vec<_>>());
-                l.count_kept(&kb, closed);
+                l.count_kept(Rows::all(&kb), closed);
                 now += advance * 3;
                 let to = now - size;
                 let mut groups = Output::new(&[DataType::Int]);

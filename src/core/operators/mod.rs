@@ -17,6 +17,8 @@ mod scaling;
 #[cfg(test)]
 mod tests;
 #[cfg(test)]
+mod tests_selection;
+#[cfg(test)]
 mod tests_sliced;
 #[cfg(test)]
 mod tests_stacks;
@@ -30,7 +32,8 @@ pub use window::WindowAggregate;
 
 use super::batch::Batch;
 use super::expr::Expr;
-use super::plan::{PlanBody, QueryPlan, TimeSource};
+use super::plan::{PlanBody, QueryPlan};
+use super::rows::Rows;
 use super::schema::{DataType, Nanos};
 use super::shard::{RoutedTime, ShardFilter};
 
@@ -92,10 +95,9 @@ pub struct Pipeline {
     body: Body,
     input_types: Vec<DataType>,
     out_types: Vec<DataType>,
+    /// The rows read after the filter (batch row indices, ascending): a selection, never
+    /// a copy of the rows. Also HAVING's scratch.
     sel: Vec<u32>,
-    filtered: Batch,
-    /// Input columns read after the filter.
-    used: Vec<bool>,
     /// Scratch: per filtered row, the watermark the unfiltered rows up to it imply.
     prefix: Vec<(i64, Nanos)>,
     /// With several workers: keeps only the rows of this worker's key shards. It acts as
@@ -133,26 +135,9 @@ impl Pipeline {
                 loss: loss::WindowLoss::new(a),
             })),
         };
-        // Columns the pipeline reads after its filter: only these are copied when the
-        // filter keeps part of a batch.
-        let mut used = vec![false; input_types.len()];
-        match &plan.body {
-            PlanBody::Project(exprs) => exprs.iter().for_each(|e| e.mark_columns(&mut used)),
-            PlanBody::Aggregate(a) => {
-                a.keys.iter().for_each(|e| e.mark_columns(&mut used));
-                a.aggs
-                    .iter()
-                    .filter_map(|c| c.arg.as_ref())
-                    .for_each(|e| e.mark_columns(&mut used));
-                if let TimeSource::Column(c) = a.time {
-                    used[c] = true;
-                }
-            }
-        }
         Pipeline {
             filter: plan.filter.clone(),
             body,
-            used,
             prefix: Vec::new(),
             shard: None,
             owned_last: 0,
@@ -161,7 +146,6 @@ impl Pipeline {
             input_types: input_types.to_vec(),
             out_types: plan.output.types(),
             sel: Vec::new(),
-            filtered: Batch::new(input_types, 0),
         }
     }
 
@@ -245,43 +229,71 @@ impl Pipeline {
         routed: Option<&RoutedTime>,
         out: &mut Output,
     ) {
+        self.process_selected(Rows::all(input), keep, value_keep, routed, out);
+    }
+
+    /// `process_routed` of the rows of a shared batch that a drop point kept for this
+    /// query (`input.sel`), read in place: the rows it did not keep are invisible, as if
+    /// they had been cut out (`routed`, if any, has one entry per row of the batch).
+    pub fn process_selected(
+        &mut self,
+        input: Rows<'_>,
+        keep: f64,
+        value_keep: f64,
+        routed: Option<&RoutedTime>,
+        out: &mut Output,
+    ) {
         let unfiltered = input;
+        let batch = input.batch;
         let filter = match (std::mem::take(&mut self.prefiltered), &self.residual) {
             (true, Some(r)) => r.as_ref(),
             _ => self.filter.as_ref(),
         };
         // Rows the WHERE clause passes, over the whole batch (what one worker would see).
-        let mut passed = input.len();
+        let mut passed = unfiltered.len();
         // This worker's share of the batch's input rows: the rows of its shards among the
         // passed ones, scaled to the batch (all rows without sharding).
-        let mut owned = input.len();
+        let mut owned = unfiltered.len();
+        // The rows read next: the filter's (and shard's) selection, in place, no copy.
         let (input, filtered_out) = if filter.is_none() && self.shard.is_none() {
-            (input, false)
+            (unfiltered, false)
         } else {
-            match filter {
-                Some(f) => f.select(input, &mut self.sel),
+            let all = match filter {
+                Some(f) => f.select_or_all(batch, &mut self.sel),
                 None => {
                     self.sel.clear();
-                    self.sel.extend(0..input.len() as u32);
+                    true
                 }
+            };
+            if all && self.shard.is_some() {
+                match unfiltered.sel {
+                    Some(s) => self.sel.extend_from_slice(s),
+                    None => self.sel.extend(0..batch.len() as u32),
+                }
+            } else if let Some(s) = unfiltered.sel {
+                crate::core::rows::intersect(&mut self.sel, s);
             }
-            passed = self.sel.len();
+            passed = if all {
+                unfiltered.len()
+            } else {
+                self.sel.len()
+            };
+            let mut whole = passed == unfiltered.len();
             if let Some(s) = &self.shard {
-                s.retain(input, &mut self.sel);
-                owned = if passed == input.len() {
+                s.retain(batch, &mut self.sel);
+                owned = if passed == unfiltered.len() {
                     self.sel.len()
                 } else if passed > 0 {
-                    (input.len() as u64 * self.sel.len() as u64 / passed as u64) as usize
+                    (unfiltered.len() as u64 * self.sel.len() as u64 / passed as u64) as usize
                 } else {
                     0
                 };
+                whole = self.sel.len() == unfiltered.len();
             }
-            if self.sel.len() == input.len() {
-                (input, false)
+            if whole {
+                (unfiltered, false)
             } else {
-                self.filtered.clear();
-                self.filtered.gather_used_from(input, &self.sel, &self.used);
-                (&self.filtered, true)
+                (Rows::selected(batch, &self.sel), true)
             }
         };
         self.owned_last = owned;
@@ -292,9 +304,14 @@ impl Pipeline {
                 }
                 let before = out.rows.len();
                 for (e, col) in exprs.iter().zip(out.rows.columns.iter_mut()) {
-                    e.eval_into(input, col);
+                    e.eval_rows_into(input, col);
                 }
-                out.rows.arrival.extend_from_slice(&input.arrival);
+                match input.sel {
+                    None => out.rows.arrival.extend_from_slice(&batch.arrival),
+                    Some(sel) => {
+                        (out.rows.arrival).extend(sel.iter().map(|&i| batch.arrival[i as usize]))
+                    }
+                }
                 out.approx
                     .push_uniform(before, input.len(), keep * value_keep);
             }
@@ -305,29 +322,31 @@ impl Pipeline {
                 a.loss.count_kept(input, a.op.closed());
                 if let Some(r) = routed {
                     if !input.is_empty() {
-                        let prefix = if filtered_out {
-                            self.prefix.clear();
-                            (self.prefix).extend(self.sel.iter().map(|&i| r.prefix[i as usize]));
-                            self.prefix.as_slice()
-                        } else {
-                            r.prefix.as_slice()
+                        let prefix = match input.sel {
+                            Some(sel) => {
+                                self.prefix.clear();
+                                (self.prefix).extend(sel.iter().map(|&i| r.prefix[i as usize]));
+                                Some(self.prefix.as_slice())
+                            }
+                            None => Some(r.prefix.as_slice()),
                         };
-                        a.op.process(input, keep, value_keep, Some(prefix), &mut a.groups);
+                        a.op.process_rows(input, keep, value_keep, prefix, &mut a.groups);
                     }
                     a.op.advance_to(r.tail.0, r.tail.1, &mut a.groups);
                 } else if !input.is_empty() {
                     let prefix = if filtered_out {
-                        a.op.prefix_watermarks(unfiltered, &self.sel, &mut self.prefix);
+                        let sel = input.sel.expect("a filtered input is a selection");
+                        a.op.prefix_watermarks_rows(unfiltered, sel, &mut self.prefix);
                         Some(self.prefix.as_slice())
                     } else {
                         None
                     };
-                    a.op.process(input, keep, value_keep, prefix, &mut a.groups);
+                    a.op.process_rows(input, keep, value_keep, prefix, &mut a.groups);
                 }
                 // Tuples the filter removed still tell the time: windows they complete close
                 // now, not when the next passing tuple arrives.
                 if filtered_out && routed.is_none() {
-                    a.op.advance(unfiltered, &mut a.groups);
+                    a.op.advance_rows(unfiltered, &mut a.groups);
                 }
                 a.finish(&mut self.sel, out);
             }

@@ -30,6 +30,10 @@ impl WindowAggregate {
                 break;
             }
             let slots = self.windows.pop_first().expect("checked non-empty").1;
+            if start == self.hot.0 {
+                // Its slots are freed below: the newest window's cache must not name them.
+                self.hot.1.clear();
+            }
             let due = self.due_for(end, due_override);
             for &slot in &slots {
                 self.state.emit(slot as usize, self.plan.keys.len(), out);

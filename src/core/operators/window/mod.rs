@@ -27,6 +27,7 @@ use super::approx::Output;
 use super::interner::Interner;
 
 mod close;
+mod hot;
 mod slices;
 mod stacks;
 mod state;
@@ -34,8 +35,10 @@ mod time;
 use crate::core::batch::{Batch, Column};
 use crate::core::expr::{Datum, Expr, Storage};
 use crate::core::plan::{AggregatePlan, MAX_GROUP_KEYS, TimeSource};
+use crate::core::rows::Rows;
 use crate::core::schema::{DataType, Nanos};
 use close::Due;
+use hot::HotKeys;
 use slices::Slices;
 use state::GroupState;
 
@@ -73,7 +76,7 @@ pub struct WindowAggregate {
     /// Sliding windows only: the newest slice's start and its keys' slots. In-order input
     /// lands there, and a map of one slice's keys stays in cache where the map of every
     /// open (slice, key) group does not. Emptied when that slice is freed.
-    hot: (i64, FxHashMap<[i64; MAX_GROUP_KEYS], u32>),
+    hot: (i64, HotKeys),
     // Scratch reused across batches.
     pairs: Vec<(u32, u32)>,
     encoded: Vec<Vec<i64>>,
@@ -115,7 +118,7 @@ impl WindowAggregate {
             due: VecDeque::new(),
             next_due: i64::MIN,
             late: 0,
-            hot: (i64::MIN, FxHashMap::default()),
+            hot: (i64::MIN, HotKeys::new(plan.keys.len())),
             pairs: Vec::new(),
             encoded: vec![Vec::new(); plan.keys.len()],
         }
@@ -150,24 +153,47 @@ impl WindowAggregate {
         prefix: Option<&[(i64, Nanos)]>,
         out: &mut Output,
     ) {
-        let n = batch.len();
+        self.process_rows(Rows::all(batch), keep, value_keep, prefix, out);
+    }
+
+    /// `process` of the rows of a batch that `rows` sees (a filter's or a drop point's
+    /// selection, read in place); `prefix` then has one entry per row seen.
+    pub fn process_rows(
+        &mut self,
+        rows: Rows<'_>,
+        keep: f64,
+        value_keep: f64,
+        prefix: Option<&[(i64, Nanos)]>,
+        out: &mut Output,
+    ) {
+        let n = rows.len();
         if n == 0 {
             return;
         }
+        let batch = rows.batch;
         let keys: Vec<Datum<'_>> = self.plan.keys.iter().map(|k| k.eval(batch)).collect();
+        // Keys packed per row seen (by position in `rows`).
         for (k, d) in keys.iter().enumerate() {
             let enc = &mut self.encoded[k];
             enc.clear();
             match d.storage() {
-                Storage::Int => enc.extend((0..n).map(|i| d.ints().at(i))),
+                Storage::Int => {
+                    let v = d.ints();
+                    encode(enc, rows, |i| v.at(i));
+                }
                 // -0.0 groups with 0.0 and every NaN with every other NaN, as SQL expects.
                 Storage::Float => {
-                    enc.extend((0..n).map(|i| float_key_bits(d.floats().at(i)) as i64))
+                    let v = d.floats();
+                    encode(enc, rows, |i| float_key_bits(v.at(i)) as i64);
                 }
-                Storage::Bool => enc.extend((0..n).map(|i| d.bools().at(i) as i64)),
+                Storage::Bool => {
+                    let v = d.bools();
+                    encode(enc, rows, |i| v.at(i) as i64);
+                }
                 Storage::Str => {
                     let interner = &mut self.interners[k];
-                    for i in 0..n {
+                    for pos in 0..n {
+                        let i = rows.row(pos);
                         let id = match d {
                             Datum::Strs(v) => interner.id(&v[i]),
                             Datum::Owned(Column::Str(v)) => interner.id(&v[i]),
@@ -191,6 +217,10 @@ impl WindowAggregate {
             self.plan.window.slide,
             self.plan.lateness,
         );
+        let tumbling = self.slices.is_none() && size == slide;
+        // Tumbling: the window of the previous row, `(start, end)`, reused while rows fall
+        // in it (no division per row).
+        let mut current = (i64::MAX, i64::MIN);
         // Evaluated once per batch, however often the batch is folded in parts.
         let arg_exprs = Arc::clone(&self.arg_exprs);
         let args: Vec<Option<Datum<'_>>> = (arg_exprs.iter())
@@ -198,8 +228,13 @@ impl WindowAggregate {
             .collect();
         let mut pairs = std::mem::take(&mut self.pairs);
         pairs.clear();
-        for (row, &t) in times.iter().enumerate() {
-            let (w, a) = prefix.map_or((t, batch.arrival[row]), |p| p[row]);
+        pairs.reserve(n);
+        // What has closed for the row at hand; moves only with the watermark (below).
+        let mut row_closed = self.watermark.saturating_sub(lateness).max(self.closed);
+        for pos in 0..n {
+            let row = rows.row(pos);
+            let t = times[row];
+            let (w, a) = prefix.map_or((t, batch.arrival[row]), |p| p[pos]);
             if w > self.watermark {
                 self.watermark = w;
                 let closed_to = w.saturating_sub(lateness);
@@ -214,11 +249,31 @@ impl WindowAggregate {
                         self.close(closed_to, None, out);
                     }
                 }
+                // `closed` moves only when windows close (above): recomputed here.
+                row_closed = w.saturating_sub(lateness).max(self.closed);
             }
-            let closed_to = self.watermark.saturating_sub(lateness).max(self.closed);
+            let closed_to = row_closed;
             let mut key = [0i64; MAX_GROUP_KEYS];
             for (k, enc) in self.encoded.iter().enumerate() {
-                key[k] = enc[row];
+                key[k] = enc[pos];
+            }
+            if tumbling {
+                // `t`'s only window; placed unless it has closed. The same decisions as
+                // the general loop below, which runs once for a tumbling window.
+                if !(current.0 <= t && t < current.1) {
+                    let Some(start) = t.div_euclid(slide).checked_mul(slide) else {
+                        self.late += 1;
+                        continue;
+                    };
+                    current = (start, start.saturating_add(size));
+                }
+                if current.1 > t && current.1 > closed_to {
+                    let slot = self.hot_slot_for(current.0, key);
+                    pairs.push((slot, row as u32));
+                } else {
+                    self.late += 1;
+                }
+                continue;
             }
             // The latest window holding `t` starts at `start`; it is also `t`'s slice.
             // Checked: a time near the 64-bit bounds has no window and is late.
@@ -242,9 +297,6 @@ impl WindowAggregate {
             let mut placed = false;
             while start.saturating_add(size) > t {
                 if start.saturating_add(size) > closed_to {
-                    if let Some(sl) = self.slices.as_deref_mut() {
-                        sl.touch(start);
-                    }
                     let slot = self.slot_for((start, key));
                     pairs.push((slot, row as u32));
                     placed = true;
@@ -297,7 +349,7 @@ impl WindowAggregate {
         if start != self.hot.0 {
             return self.slot_for((start, key));
         }
-        if let Some(&s) = self.hot.1.get(&key) {
+        if let Some(s) = self.hot.1.get(&key) {
             return s;
         }
         let s = self.slot_for((start, key));
@@ -331,5 +383,14 @@ impl WindowAggregate {
         }
         self.windows.entry(gk.0).or_default().push(slot);
         slot
+    }
+}
+
+/// Appends `f(row)` for every batch row `rows` sees, in order.
+#[inline]
+fn encode(enc: &mut Vec<i64>, rows: Rows<'_>, f: impl Fn(usize) -> i64) {
+    match rows.sel {
+        None => enc.extend((0..rows.batch.len()).map(f)),
+        Some(sel) => enc.extend(sel.iter().map(|&i| f(i as usize))),
     }
 }

@@ -6,6 +6,7 @@ use super::WindowAggregate;
 use crate::core::batch::{Batch, Column};
 use crate::core::operators::Output;
 use crate::core::plan::TimeSource;
+use crate::core::rows::Rows;
 use crate::core::schema::Nanos;
 
 impl WindowAggregate {
@@ -13,21 +14,23 @@ impl WindowAggregate {
     /// holding it) among the rows of `all` up to and including it: what the watermark would
     /// be there had the filter removed nothing.
     pub fn prefix_watermarks(&self, all: &Batch, sel: &[u32], out: &mut Vec<(i64, Nanos)>) {
-        let times: &[i64] = match self.plan.time {
-            TimeSource::Column(i) => match &all.columns[i] {
-                Column::Int(v) => v,
-                other => unreachable!("time column {other:?}"),
-            },
-            TimeSource::Arrival => &all.arrival,
-        };
+        self.prefix_watermarks_rows(Rows::all(all), sel, out);
+    }
+
+    /// `prefix_watermarks` where the unfiltered rows are those `all` sees (a drop point's
+    /// selection); `sel` (batch row indices) is a subset of them.
+    pub fn prefix_watermarks_rows(&self, all: Rows<'_>, sel: &[u32], out: &mut Vec<(i64, Nanos)>) {
+        let batch = all.batch;
+        let times = self.times(batch);
         out.clear();
         let mut best = (i64::MIN, 0);
         let mut next = 0usize;
         for &j in sel {
             let j = j as usize;
-            while next <= j {
-                if times[next] > best.0 {
-                    best = (times[next], all.arrival[next]);
+            while next < all.len() && all.row(next) <= j {
+                let r = all.row(next);
+                if times[r] > best.0 {
+                    best = (times[r], batch.arrival[r]);
                 }
                 next += 1;
             }
@@ -39,17 +42,35 @@ impl WindowAggregate {
     /// were filtered out, but their time still says the windows before it are complete),
     /// and closes what that completes.
     pub fn advance(&mut self, batch: &Batch, out: &mut Output) {
-        let times: &[i64] = match self.plan.time {
+        self.advance_rows(Rows::all(batch), out);
+    }
+
+    /// `advance` over the rows `rows` sees.
+    pub fn advance_rows(&mut self, rows: Rows<'_>, out: &mut Output) {
+        let times = self.times(rows.batch);
+        // The last row holding the largest time (what `max_by_key` picks), for its arrival.
+        let mut best: Option<(usize, i64)> = None;
+        for pos in 0..rows.len() {
+            let r = rows.row(pos);
+            if best.is_none_or(|(_, t)| times[r] >= t) {
+                best = Some((r, times[r]));
+            }
+        }
+        let Some((row, t)) = best else {
+            return;
+        };
+        self.advance_to(t, rows.batch.arrival[row], out);
+    }
+
+    /// The times windows are assigned by, one per row of `batch`.
+    fn times<'b>(&self, batch: &'b Batch) -> &'b [i64] {
+        match self.plan.time {
             TimeSource::Column(i) => match &batch.columns[i] {
                 Column::Int(v) => v,
                 other => unreachable!("time column {other:?}"),
             },
             TimeSource::Arrival => &batch.arrival,
-        };
-        let Some((row, &t)) = times.iter().enumerate().max_by_key(|(_, t)| **t) else {
-            return;
-        };
-        self.advance_to(t, batch.arrival[row], out);
+        }
     }
 
     /// Moves the watermark to `t` (the time of a tuple that arrived at `arrival`, routed to
