@@ -285,3 +285,20 @@ fn changes_due_after_the_end_of_a_simulated_run_never_apply() {
     assert!(!one.contains(&"user_max".to_string()), "{one:?}");
     assert_eq!(names(2), one);
 }
+
+/// `overload-2workers.yaml` is `overload.yaml` with `workers: 2` (it had drifted: a step
+/// to 3.4 M tuples/s with doubled costs against the other's 7 M).
+#[test]
+fn the_two_worker_overload_is_the_overload_on_two_workers() {
+    let read = |f: &str| {
+        let path = format!("{}/workloads/{f}", env!("CARGO_MANIFEST_DIR"));
+        let text = std::fs::read_to_string(&path).unwrap();
+        spillway::spec::parse(&text, &path).unwrap_or_else(|e| panic!("{e}"))
+    };
+    let one = read("overload.yaml");
+    let mut two = read("overload-2workers.yaml");
+    assert_eq!(two.engine.workers, 2);
+    two.name = one.name.clone();
+    two.engine.workers = one.engine.workers;
+    assert_eq!(format!("{two:?}"), format!("{one:?}"));
+}
