@@ -295,14 +295,8 @@ pub fn run(args: RunArgs) -> Result<ExitCode, Failure> {
                 &mut observers,
             );
             outputs.close();
-            let wall = clock.since_start();
             let tuples: u64 = report.snapshot.streams.iter().map(|s| s.ingested).sum();
-            eprintln!(
-                "  simulated {:.1} s of virtual time in {:.2} s of wall time ({} virtual tuples/s of wall time)",
-                report.virtual_end as f64 / 1e9,
-                wall as f64 / 1e9,
-                status::rate(tuples as f64 / (wall as f64 / 1e9).max(1e-9))
-            );
+            print_sim_speed(report.virtual_end, clock.since_start(), tuples);
             report.summary
         }
     };
@@ -336,6 +330,21 @@ pub fn run(args: RunArgs) -> Result<ExitCode, Failure> {
         Some(r) if r != StopReason::Requested => ExitCode::from(r.exit_code()),
         _ => ExitCode::SUCCESS,
     })
+}
+
+/// The closing line of a simulated run: virtual time against wall time, and the virtual
+/// tuples it got through per second of wall time.
+pub(super) fn print_sim_speed(
+    virtual_end: crate::core::schema::Nanos,
+    wall: crate::core::schema::Nanos,
+    tuples: u64,
+) {
+    eprintln!(
+        "  simulated {:.1} s of virtual time in {:.2} s of wall time ({} virtual tuples/s of wall time)",
+        virtual_end as f64 / 1e9,
+        wall as f64 / 1e9,
+        status::rate(tuples as f64 / (wall as f64 / 1e9).max(1e-9))
+    );
 }
 
 #[cfg(test)]

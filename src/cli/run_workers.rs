@@ -16,7 +16,6 @@ use crate::runtime::observe::{Observers, RunSummary};
 use crate::runtime::outputs::Outputs;
 use crate::runtime::simulated::SimSettings;
 use crate::runtime::source::Source;
-use crate::runtime::status;
 use crate::runtime::stop::StopHandle;
 use crate::runtime::stop::StopReason;
 use crate::runtime::workers::Sharded;
@@ -115,14 +114,8 @@ pub fn simulate(
         observers,
     );
     outputs.close();
-    let wall = clock.since_start();
     let tuples: u64 = report.merged.streams.iter().map(|s| s.ingested).sum();
-    eprintln!(
-        "  simulated {:.1} s of virtual time in {:.2} s of wall time ({} virtual tuples/s of wall time)",
-        report.virtual_end as f64 / 1e9,
-        wall as f64 / 1e9,
-        status::rate(tuples as f64 / (wall as f64 / 1e9).max(1e-9))
-    );
+    super::run::print_sim_speed(report.virtual_end, clock.since_start(), tuples);
     Ok(report.summary)
 }
 
