@@ -1,11 +1,14 @@
-//! Per-query cost model `busy = fixed + per_tuple x tuples + per_row x rows` per tick,
-//! fitted by least squares with exponential forgetting. A windowed aggregate spends time
-//! per window row it emits whatever its input, so busy time divided by tuples overstates
-//! the per-tuple cost once shedding thins the input, and a shedder trusting it would shed
-//! ever more. The fit separates the three when the data identify them (else it falls back
-//! to fixed + per-tuple, then to the plain ratio); one tick's busy time pulls the fit by a
-//! bounded amount (`OUTLIER`), so an engine pause or a burst of closings cannot swing it.
-//! Invariant: every estimate is finite and non-negative.
+//! Per-query cost model `busy = fixed + per_passed x passed + per_tuple x tuples + per_row x
+//! rows` per tick, fitted by least squares with exponential forgetting. `passed` counts the
+//! tuples that reached the query's stream past its drop point: a query pays some work for
+//! each of them (loss accounting, its drop point) whatever its own keep, so busy time
+//! divided by processed tuples overstates the per-tuple cost once its own drop thins the
+//! input. A windowed aggregate likewise spends time per window row it emits whatever its
+//! input. A shedder trusting the plain ratio would shed ever more. The fit separates the
+//! terms when the data identify them (else it falls back to fewer terms, then to the plain
+//! ratio); one tick's busy time pulls the fit by a bounded amount (`OUTLIER`), so an engine
+//! pause or a burst of closings cannot swing it. Invariant: every estimate is finite and
+//! non-negative.
 
 use super::robust::bounded;
 
@@ -13,12 +16,28 @@ use super::robust::bounded;
 const FORGET: f64 = 0.9;
 /// One tick's busy time counts as at most this factor off the model's prediction.
 const OUTLIER: f64 = 3.0;
+/// A regressor is identified when at least this share of its spread is not explained by
+/// the others.
+const IDENTIFIED: f64 = 1e-2;
+/// The per-passed term is kept only when it explains at least this share of the work.
+const MATERIAL: f64 = 0.02;
+/// Under this share of what reaches it processed, a query's busy time cannot tell its
+/// per-tuple cost.
+const SPARSE: f64 = 0.25;
+/// Regressors: 1, passed, tuples, rows (per second).
+const K: usize = 4;
+const ONE: usize = 0;
+const PASSED: usize = 1;
+const TUPLES: usize = 2;
+const ROWS: usize = 3;
 
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct CostModel {
-    /// Weighted sums of `x x^T` and `x b` for `x = (1, tuples/s, rows/s)`, `b` = busy/s.
-    xx: [[f64; 3]; 3],
-    xb: [f64; 3],
+    /// Weighted sums of `x x^T` and `x b` for `x = (1, passed/s, tuples/s, rows/s)`,
+    /// `b` = busy/s.
+    xx: [[f64; K]; K],
+    xb: [f64; K],
+    per_passed: f64,
     per_tuple: f64,
     per_row: f64,
     fixed: f64,
@@ -30,38 +49,62 @@ impl CostModel {
         self.update_with_rows(tuples, 0.0, busy, seconds);
     }
 
-    /// Adds one tick: `tuples` processed and `rows` emitted in `busy` ns over `seconds`.
+    /// Adds one tick: `tuples` processed and `rows` emitted in `busy` ns over `seconds`
+    /// (every tuple that reached the query was processed).
     pub fn update_with_rows(&mut self, tuples: f64, rows: f64, busy: f64, seconds: f64) {
-        if !(tuples.is_finite() && busy.is_finite() && rows.is_finite())
-            || tuples < 0.0
-            || busy < 0.0
-            || rows < 0.0
+        self.update_full(tuples, tuples, rows, busy, seconds);
+    }
+
+    /// Adds one tick: `passed` tuples reached the query's stream past its drop point, of
+    /// which `tuples` were processed, `rows` emitted, in `busy` ns over `seconds`.
+    pub fn update_full(&mut self, passed: f64, tuples: f64, rows: f64, busy: f64, seconds: f64) {
+        if ![passed, tuples, rows, busy]
+            .iter()
+            .all(|v| v.is_finite() && *v >= 0.0)
         {
             return;
         }
-        // Fit busy per second against tuples and rows per second, so ticks of unequal
-        // length mix.
+        // Fit busy per second against the counts per second, so ticks of unequal length
+        // mix.
         let secs = seconds.max(1e-9);
-        let (n, r) = (tuples / secs, rows / secs);
-        let b = if self.xx[0][0] >= 3.0 {
-            bounded(busy / secs, self.predict(n, r), OUTLIER)
+        let (p, n, r) = (passed / secs, tuples / secs, rows / secs);
+        let b = if self.xx[ONE][ONE] >= 3.0 {
+            bounded(busy / secs, self.predict_full(p, n, r), OUTLIER)
         } else {
             busy / secs
         };
-        let x = [1.0, n, r];
-        for i in 0..3 {
-            for j in 0..3 {
+        let x = [1.0, p, n, r];
+        for i in 0..K {
+            for j in 0..K {
                 self.xx[i][j] = FORGET * self.xx[i][j] + x[i] * x[j];
             }
             self.xb[i] = FORGET * self.xb[i] + x[i] * b;
         }
-        if self.fit3() || self.fit2() {
+        if self.fit(&[ONE, PASSED, TUPLES, ROWS])
+            || self.fit(&[ONE, PASSED, TUPLES])
+            || self.fit(&[ONE, TUPLES, ROWS])
+            || self.fit(&[ONE, TUPLES])
+        {
             return;
         }
-        let (s1, sn, sb) = (self.xx[0][0], self.xx[0][1], self.xb[0]);
+        let (s1, sp, sn, sb) = (
+            self.xx[ONE][ONE],
+            self.xx[ONE][PASSED],
+            self.xx[ONE][TUPLES],
+            self.xb[ONE],
+        );
         self.per_row = 0.0;
-        // Not identifiable now: keep the fixed part last fitted and let the per-tuple part
-        // follow the current ratio, so the estimate never freezes.
+        // Not identifiable now. A query that processes a small share of what reaches it
+        // (its own drop keeps little, or it is paused) cannot tell its per-tuple cost: its
+        // busy time is mostly per passed tuple, and the ratio would charge it all to the
+        // few kept ones. The per-tuple cost last fitted holds, and the rest is per passed.
+        if self.per_tuple > 0.0 && sp > 0.0 && sn < SPARSE * sp {
+            self.per_passed = ((sb - self.fixed * s1 - self.per_tuple * sn) / sp).max(0.0);
+            return;
+        }
+        self.per_passed = 0.0;
+        // Otherwise keep the fixed part last fitted and let the per-tuple part follow the
+        // current ratio, so the estimate never freezes.
         // If the old fixed part no longer fits under today's busy time, it is stale: drop it.
         let residual = sb - self.fixed * s1;
         if self.fixed > 0.0 && sn > 0.0 && residual > 0.0 {
@@ -72,63 +115,77 @@ impl CostModel {
         }
     }
 
-    /// All three terms, when rows vary independently of tuples (a coefficient of
-    /// variation of about 10% left after the other regressors) and every term comes out
-    /// non-negative.
-    fn fit3(&mut self) -> bool {
-        let a = self.xx;
-        if a[0][0] < 5.0 || a[2][2] <= 0.0 {
+    /// Least squares over the regressors `idx` (the intercept first), taken when every
+    /// one of them is identified, every coefficient is non-negative, the per-tuple one
+    /// positive, and a per-passed term explains a material share of the work.
+    fn fit(&mut self, idx: &[usize]) -> bool {
+        let k = idx.len();
+        if self.xx[ONE][ONE] < if k > 2 { 5.0 } else { 3.0 } {
             return false;
         }
-        let Some(c) = solve3(a, self.xb) else {
+        let mut a = [[0.0; K]; K];
+        let mut b = [0.0; K];
+        for (i, &ri) in idx.iter().enumerate() {
+            for (j, &rj) in idx.iter().enumerate() {
+                a[i][j] = self.xx[ri][rj];
+            }
+            b[i] = self.xb[ri];
+        }
+        if (1..k).any(|i| a[i][i] <= 0.0) {
+            return false;
+        }
+        let Some(c) = solve(&a, &b, k) else {
             return false;
         };
-        // Variance of rows not explained by (1, tuples): the Schur complement.
-        let d2 = a[0][0] * a[1][1] - a[0][1] * a[0][1];
-        if d2 <= 0.0 {
-            return false;
-        }
-        let det3 = det(a);
-        let unexplained = det3 / d2;
-        if unexplained <= 1e-2 * a[2][2] {
-            return false;
-        }
-        if c.iter().all(|v| v.is_finite() && *v >= 0.0) && c[1] > 0.0 {
-            self.fixed = c[0];
-            self.per_tuple = c[1];
-            self.per_row = c[2];
-            return true;
-        }
-        false
-    }
-
-    /// Fixed plus per-tuple (rows folded into tuples), when the input rate varied enough
-    /// to identify a slope.
-    fn fit2(&mut self) -> bool {
-        let (s1, sn, snn, sb, snb) = (
-            self.xx[0][0],
-            self.xx[0][1],
-            self.xx[1][1],
-            self.xb[0],
-            self.xb[1],
-        );
-        let var = s1 * snn - sn * sn;
-        if var > 1e-2 * s1 * snn && s1 >= 3.0 {
-            let slope = (s1 * snb - sn * sb) / var;
-            let intercept = (sb - slope * sn) / s1;
-            if slope > 0.0 && intercept >= 0.0 {
-                self.per_tuple = slope;
-                self.fixed = intercept;
-                self.per_row = 0.0;
-                return true;
+        // Each regressor's spread left once the others explain what they can:
+        // `1 / (A^-1)_jj`, against its own `A_jj`.
+        for j in 1..k {
+            let mut e = [0.0; K];
+            e[j] = 1.0;
+            match solve(&a, &e, k) {
+                Some(inv) if inv[j] > 0.0 && 1.0 / inv[j] > IDENTIFIED * a[j][j] => {}
+                _ => return false,
             }
         }
-        false
+        if !c[..k].iter().all(|v| v.is_finite() && *v >= 0.0) {
+            return false;
+        }
+        let mut coef = [0.0; K];
+        for (i, &ri) in idx.iter().enumerate() {
+            coef[ri] = c[i];
+        }
+        if coef[TUPLES] <= 0.0 {
+            return false;
+        }
+        if idx.contains(&PASSED) {
+            // Mean work the per-passed term explains, against the mean work.
+            let explained = coef[PASSED] * self.xx[ONE][PASSED];
+            if explained < MATERIAL * self.xb[ONE] {
+                return false;
+            }
+        }
+        self.fixed = coef[ONE];
+        self.per_passed = coef[PASSED];
+        self.per_tuple = coef[TUPLES];
+        self.per_row = coef[ROWS];
+        true
     }
 
-    /// ns of work per second the model predicts for `tuples` and `rows` per second.
+    /// ns of work per second the model predicts for `tuples` and `rows` per second, every
+    /// tuple that reached the query processed.
     pub fn predict(&self, tuples: f64, rows: f64) -> f64 {
-        self.fixed + self.per_tuple * tuples + self.per_row * rows
+        self.predict_full(tuples, tuples, rows)
+    }
+
+    /// ns of work per second for `passed`, `tuples` and `rows` per second.
+    pub fn predict_full(&self, passed: f64, tuples: f64, rows: f64) -> f64 {
+        self.fixed + self.per_passed * passed + self.per_tuple * tuples + self.per_row * rows
+    }
+
+    /// ns of work per tuple reaching the query's stream past its drop point, whatever the
+    /// query's own keep (0 unless identified).
+    pub fn per_passed(&self) -> f64 {
+        self.per_passed
     }
 
     /// ns of work per input tuple.
@@ -147,26 +204,41 @@ impl CostModel {
     }
 }
 
-fn det(a: [[f64; 3]; 3]) -> f64 {
-    a[0][0] * (a[1][1] * a[2][2] - a[1][2] * a[2][1])
-        - a[0][1] * (a[1][0] * a[2][2] - a[1][2] * a[2][0])
-        + a[0][2] * (a[1][0] * a[2][1] - a[1][1] * a[2][0])
-}
-
-/// `a x = b` by Cramer's rule; `None` when `a` is (numerically) singular.
-fn solve3(a: [[f64; 3]; 3], b: [f64; 3]) -> Option<[f64; 3]> {
-    let d = det(a);
-    let scale = a[0][0] * a[1][1] * a[2][2];
-    if !(d.is_finite() && scale > 0.0 && d.abs() > 1e-12 * scale) {
+/// `a x = b` for the leading `k x k` block, by Gaussian elimination with partial
+/// pivoting; `None` when it is (numerically) singular.
+fn solve(a: &[[f64; K]; K], b: &[f64; K], k: usize) -> Option<[f64; K]> {
+    let mut m = *a;
+    let mut x = *b;
+    let scale = (0..k).map(|i| a[i][i].abs()).fold(0.0, f64::max);
+    if !(scale.is_finite() && scale > 0.0) {
         return None;
     }
-    let mut x = [0.0; 3];
-    for (k, xk) in x.iter_mut().enumerate() {
-        let mut m = a;
-        for i in 0..3 {
-            m[i][k] = b[i];
+    for col in 0..k {
+        let pivot = (col..k).max_by(|&i, &j| m[i][col].abs().total_cmp(&m[j][col].abs()))?;
+        let p = m[pivot][col].abs();
+        if p.is_nan() || p <= 1e-12 * scale {
+            return None;
         }
-        *xk = det(m) / d;
+        m.swap(col, pivot);
+        x.swap(col, pivot);
+        for row in col + 1..k {
+            let f = m[row][col] / m[col][col];
+            let pivot_row = m[col];
+            for (v, p) in m[row][col..k].iter_mut().zip(&pivot_row[col..k]) {
+                *v -= f * p;
+            }
+            x[row] -= f * x[col];
+        }
+    }
+    for col in (0..k).rev() {
+        let mut v = x[col];
+        for c in col + 1..k {
+            v -= m[col][c] * x[c];
+        }
+        x[col] = v / m[col][col];
+        if !x[col].is_finite() {
+            return None;
+        }
     }
     Some(x)
 }
@@ -250,5 +322,60 @@ mod tests {
         // The engine thread was descheduled for a whole second inside one turn.
         m.update(1000.0, 1e9, 0.1);
         assert!(m.per_tuple() < 500.0 * 1.3, "{}", m.per_tuple());
+    }
+
+    #[test]
+    fn work_per_passed_tuple_is_not_charged_to_the_kept_ones() {
+        // 20 ns per processed tuple plus 8 ns for every tuple that reached the query,
+        // kept or not (its loss accounting), as the query's own keep falls from 1 to 0.01
+        // while the stream's own keep moves the tuples that reach it between 10 and 20 M/s.
+        let mut m = CostModel::default();
+        for k in 0..40 {
+            let keep = [1.0, 0.5, 0.2, 0.05, 0.01][k % 5];
+            let passed = 1e6 * (1.0 + 0.5 * (k % 3) as f64);
+            let tuples = passed * keep;
+            m.update_full(passed, tuples, 0.0, 8.0 * passed + 20.0 * tuples, 0.1);
+        }
+        // Within 3%: the first ticks, before the terms were identified, were bounded
+        // against a cruder model, and forgetting takes a while to wash them out.
+        assert!((m.per_tuple() - 20.0).abs() < 0.6, "{}", m.per_tuple());
+        assert!((m.per_passed() - 8.0).abs() < 0.25, "{}", m.per_passed());
+        // The plain ratio at keep 0.01 would say 820 ns per tuple.
+        assert!(m.predict_full(1e7, 1e5, 0.0) < 1.05 * (8e7 + 2e6));
+        // Without the passed counts the kept tuples carry it all.
+        let mut plain = CostModel::default();
+        for k in 0..40 {
+            let keep = [1.0, 0.5, 0.2, 0.05, 0.01][k % 5];
+            let tuples = 1e6 * keep;
+            plain.update(tuples, 8.0 * 1e6 + 20.0 * tuples, 0.1);
+        }
+        assert_eq!(plain.per_passed(), 0.0);
+    }
+
+    #[test]
+    fn a_query_keeping_little_holds_its_per_tuple_cost() {
+        // 20 ns per processed tuple and 2 ns per passed one, at keep 1 ...
+        let mut m = CostModel::default();
+        for _ in 0..20 {
+            m.update_full(1e6, 1e6, 0.0, 22.0 * 1e6, 0.1);
+        }
+        assert!((m.per_tuple() - 22.0).abs() < 1e-6);
+        // ... then paused or keeping 1%: the ratio would read 220 or more per tuple.
+        for k in 0..30 {
+            let tuples = if k % 2 == 0 { 0.0 } else { 1e4 };
+            m.update_full(1e6, tuples, 0.0, 2.0 * 1e6 + 20.0 * tuples, 0.1);
+        }
+        assert!(m.per_tuple() <= 22.0 + 1e-6, "{}", m.per_tuple());
+        // What it spends at any keep is read as work its own drop cannot save (fixed at
+        // this rate, here).
+        let at_full = m.predict_full(1e7, 1e7, 0.0);
+        assert!(at_full > 0.2e9 && at_full < 0.3e9, "{at_full}");
+        // Paused outright: what it still spends is no reason to think tuples cost more.
+        for _ in 0..30 {
+            m.update_full(1e6, 0.0, 0.0, 2.0 * 1e6, 0.1);
+        }
+        assert!(m.per_tuple() <= 22.0 + 1e-6, "{}", m.per_tuple());
+        let paused = m.predict_full(1e7, 0.0, 0.0);
+        assert!((paused - 2e7).abs() < 0.1 * 2e7, "{paused}");
     }
 }

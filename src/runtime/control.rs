@@ -279,7 +279,24 @@ impl Controller {
             streams: qos
                 .streams
                 .iter()
-                .map(|s| StreamInput { rate: s.rate })
+                .enumerate()
+                .map(|(si, s)| StreamInput {
+                    rate: s.rate,
+                    // The engine's fan-out and what each reader pays per tuple reaching
+                    // it (declared costs stand for all of a query's work).
+                    ingest: if self.model_costs.is_some() {
+                        0.0
+                    } else {
+                        qos.fan_out_cost
+                            + qos
+                                .queries
+                                .iter()
+                                .enumerate()
+                                .filter(|(qi, q)| q.stream == si && !self.removed[*qi])
+                                .map(|(_, q)| q.passed_cost)
+                                .sum::<f64>()
+                    },
+                })
                 .collect(),
             queries: qos
                 .queries
@@ -336,10 +353,11 @@ impl Controller {
                 })
                 .collect(),
             // Work that does not shrink with shedding (closing windows) is not capacity the
-            // load model can hand out,
-            // nor is the engine's own work outside query turns (ingest).
+            // load model can hand out, nor is the engine's fixed work outside query turns
+            // (control ticks). Fan-out is in the model (`StreamInput::ingest`): a stream
+            // drop saves it.
             capacity: (self.capacity
-                - qos.overhead
+                - qos.overhead_fixed
                 - if self.model_costs.is_some() {
                     0.0
                 } else {

@@ -87,6 +87,9 @@ pub struct Monitor {
     /// and fan-out scale with the offered input, so a surge raises them before the
     /// average sees it.
     overhead_rate: Ewma,
+    /// Engine work outside query turns fitted as fixed plus per tuple passing the stream
+    /// drop points (the fan-out a stream drop saves).
+    fan_out: CostModel,
     /// Percentile scratch shared by every query.
     scratch: Vec<(u64, u64)>,
 }
@@ -112,6 +115,7 @@ impl Monitor {
             violations: 0,
             overhead: Ewma::new(ALPHA),
             overhead_rate: Ewma::new(ALPHA),
+            fan_out: CostModel::default(),
             scratch: Vec::new(),
         }
     }
@@ -212,6 +216,19 @@ impl Monitor {
                 rate: est.update((s.ingested - p.ingested) as f64 / dt),
             })
             .collect();
+        // Tuples past each stream's drop point this tick (offered, less shed there; inputs
+        // that never parsed were never offered).
+        let passed_of = |s: &crate::core::stats::StreamSnapshot| {
+            let shed: u64 = s.dropped.iter().sum::<u64>()
+                - s.dropped[crate::core::drop::DropReason::Malformed.index()];
+            s.ingested.saturating_sub(shed)
+        };
+        let passed: Vec<f64> = snap
+            .streams
+            .iter()
+            .zip(&prev.streams)
+            .map(|(s, p)| passed_of(s).saturating_sub(passed_of(p)) as f64)
+            .collect();
         let mut busy_total = 0.0;
         let mut queries = Vec::with_capacity(snap.queries.len());
         for (qi, ((q, p), t)) in snap
@@ -225,7 +242,11 @@ impl Monitor {
             let busy = (q.busy - p.busy) as f64;
             busy_total += busy;
             let results = (q.results - p.results) as f64;
-            t.cost.update_with_rows(processed, results, busy, dt);
+            let reached = passed
+                .get(engine.query_stream(qi))
+                .copied()
+                .unwrap_or(processed);
+            t.cost.update_full(reached, processed, results, busy, dt);
             let row_rate = t.rows.update(results / dt);
             let offered = (q.offered - p.offered) as f64;
             let dropped: u64 = q.dropped.iter().sum::<u64>() - p.dropped.iter().sum::<u64>();
@@ -291,6 +312,7 @@ impl Monitor {
                 cost: t.cost.per_tuple(),
                 fixed_cost: t.cost.fixed(),
                 row_cost: t.cost.per_row(),
+                passed_cost: t.cost.per_passed(),
                 row_rate,
                 selectivity: if processed > 0.0 {
                     (q.results - p.results) as f64 / processed
@@ -354,8 +376,15 @@ impl Monitor {
             } else {
                 1.0
             };
+        self.fan_out.update(
+            passed.iter().sum::<f64>(),
+            snap.overhead.saturating_sub(prev.overhead) as f64,
+            dt,
+        );
         QosSnapshot {
             at: now,
+            fan_out_cost: self.fan_out.per_tuple(),
+            overhead_fixed: self.fan_out.fixed(),
             streams,
             queries,
             busy: busy_total / (dt * 1e9),

@@ -6,7 +6,7 @@
 
 use crate::qos::{UtilityCurve, loss_utility};
 
-use super::greedy::{GreedyQuery, cover};
+use super::greedy::{GreedyQuery, cover_shared};
 use super::input::{PolicyParams, QueryInput, ShedInput, ShedKind};
 use super::model::{Rows, load_at};
 use super::placement::merge_at_streams;
@@ -62,6 +62,39 @@ fn shape_of(q: &QueryInput, mode: &Mode) -> Rows {
         Mode::Window | Mode::Keys => Rows::Linear,
         _ => q.rows_shape,
     }
+}
+
+/// Per stream: whether its own drop point can take its queries' drops, so that a tuple it
+/// discards is never fanned out (every query on it random and sheddable, and at least one).
+fn mergeable_streams(input: &ShedInput, modes: &[Mode]) -> Vec<bool> {
+    let mut ok = vec![None; input.streams.len()];
+    for (q, m) in input.queries.iter().zip(modes) {
+        if let Some(s) = ok.get_mut(q.stream) {
+            let this = matches!(m, Mode::Random) && !q.lossless;
+            *s = Some(s.unwrap_or(true) && this);
+        }
+    }
+    ok.into_iter().map(|s| s == Some(true)).collect()
+}
+
+/// Fan-out work per second at these keeps, ns/s: a mergeable stream passes its highest
+/// keep (the placement moves that keep up to it), any other stream all it is offered.
+fn ingest_at(input: &ShedInput, mergeable: &[bool], keeps: &[f64]) -> f64 {
+    let mut pass: Vec<f64> = mergeable
+        .iter()
+        .map(|&m| if m { 0.0 } else { 1.0 })
+        .collect();
+    for (q, k) in input.queries.iter().zip(keeps) {
+        if let Some(p) = pass.get_mut(q.stream) {
+            *p = p.max(k.clamp(0.0, 1.0));
+        }
+    }
+    input
+        .streams
+        .iter()
+        .zip(&pass)
+        .map(|(s, p)| non_negative(s.rate) * non_negative(s.ingest) * p)
+        .sum()
 }
 
 /// How much, where and how: greedy cursors against `out.excess`, merged at streams,
@@ -125,11 +158,32 @@ pub(super) fn allocate(
                     weight: weight_of(q),
                     curve: curve_of(i),
                     movable: !q.lossless && !paused[i],
+                    paused: paused[i],
                 }
             })
             .collect();
-        let pause_gain: f64 = (0..qs.len()).filter(|&i| paused[i]).map(|i| full[i]).sum();
-        cov = cover(&greedy, input.streams.len(), excess - pause_gain, p.step);
+        let mergeable = mergeable_streams(input, &modes);
+        // Fan-out a stream's drop point saves per percent of its highest keep.
+        let shared: Vec<f64> = input
+            .streams
+            .iter()
+            .zip(&mergeable)
+            .map(|(s, &m)| {
+                if m {
+                    non_negative(s.rate) * non_negative(s.ingest) / 100.0
+                } else {
+                    0.0
+                }
+            })
+            .collect();
+        let pause_gain = pause_gain(input, &paused, &full, &mergeable);
+        cov = cover_shared(
+            &greedy,
+            input.streams.len(),
+            &shared,
+            excess - pause_gain,
+            p.step,
+        );
         let keeps: Vec<f64> = (0..qs.len())
             .map(|i| {
                 if paused[i] {
@@ -152,7 +206,8 @@ pub(super) fn allocate(
                 )
             })
             .sum::<f64>()
-            + queue_load;
+            + queue_load
+            + ingest_at(input, &mergeable, &keeps);
         // The dominance rule: a grouped query left under PAUSE_KEEP of its input while its
         // work that does not shrink with the input takes over PAUSE_SHARE of the machine
         // buys little: drop whole keys instead (its rows then shrink), or pause it.
@@ -199,12 +254,14 @@ pub(super) fn allocate(
             })
             .map(|i| full[i] - rate_of(input, &qs[i]) * non_negative(qs[i].cost) * scale)
             .sum();
-        // Work no drop can remove this tick: the backlog's melt and lossless queries.
+        // Work no drop can remove this tick: the backlog's melt, lossless queries and the
+        // fan-out of streams whose drop point cannot take the drops.
         let floor = queue_load
             + (0..qs.len())
                 .filter(|&i| qs[i].lossless)
                 .map(|i| full[i])
-                .sum::<f64>();
+                .sum::<f64>()
+            + ingest_at(input, &mergeable, &vec![0.0; qs.len()]);
         if unmet > 0.0 && (hidden <= 0.0 || floor >= out.target) {
             // Nothing but queued or lossless work is left: shedding cannot do more.
             break;
@@ -239,13 +296,8 @@ pub(super) fn allocate(
     }
     *sticky = paused.clone();
     *by_keys = modes.iter().map(|m| matches!(m, Mode::Keys)).collect();
-    out.unmet = (excess
-        - cov.gained
-        - (0..qs.len())
-            .filter(|&i| paused[i])
-            .map(|i| full[i])
-            .sum::<f64>())
-    .max(0.0);
+    let mergeable = mergeable_streams(input, &modes);
+    out.unmet = (excess - cov.gained - pause_gain(input, &paused, &full, &mergeable)).max(0.0);
     out.paused = (0..qs.len()).filter(|&i| paused[i]).collect();
     let curve_of = |i: usize| match modes[i] {
         Mode::Semantic(d) => Some(&derived[d]),
@@ -291,10 +343,24 @@ pub(super) fn allocate(
             scale,
         );
     }
+    out.ingest = ingest_at(input, &mergeable, &keeps);
     out.streams = merged.streams;
-    out.expected_load = stream_load + queue_load;
+    out.expected_load = stream_load + queue_load + out.ingest;
     out.expected_input = stream_load;
     out.weighted_utility = weighted(qs, &out.utility);
+}
+
+/// Work saved by the pauses alone: the paused queries' work, and the fan-out of each
+/// mergeable stream all of whose queries are paused.
+fn pause_gain(input: &ShedInput, paused: &[bool], full: &[f64], mergeable: &[bool]) -> f64 {
+    let queries: f64 = (0..paused.len())
+        .filter(|&i| paused[i])
+        .map(|i| full[i])
+        .sum();
+    let keeps: Vec<f64> = paused.iter().map(|&p| if p { 0.0 } else { 1.0 }).collect();
+    let fan_out =
+        ingest_at(input, mergeable, &vec![1.0; paused.len()]) - ingest_at(input, mergeable, &keeps);
+    queries + fan_out
 }
 
 /// `sum w_q * u_q / sum w_q`, 1 without queries.

@@ -19,8 +19,11 @@ pub struct GreedyQuery<'c> {
     pub weight: f64,
     /// Utility by percent delivered (`None`: linear).
     pub curve: Option<&'c UtilityCurve>,
-    /// Whether the cursor may move at all (false for lossless queries).
+    /// Whether the cursor may move at all (false for lossless and paused queries).
     pub movable: bool,
+    /// Paused by the caller: it keeps nothing whatever its cursor, so it never holds up its
+    /// stream's highest cursor.
+    pub paused: bool,
 }
 
 /// What a move lowers.
@@ -113,6 +116,52 @@ fn advance(
 /// summed over them). Ties go to the larger gain, so identical queries sharing a stream
 /// move together, then to the lower index, queries before streams. Deterministic.
 pub fn cover(queries: &[GreedyQuery], streams: usize, excess: f64, step: f64) -> Cover {
+    cover_shared(queries, streams, &[], excess, step)
+}
+
+/// A stream's highest cursor over its unpaused queries, how many hold it, and the next
+/// highest below it (0 when none).
+#[derive(Clone, Copy, Debug, Default)]
+struct Top {
+    max: f64,
+    at_max: usize,
+    second: f64,
+}
+
+fn top_of(members: &[usize], queries: &[GreedyQuery], steps: &[u32], step: f64) -> Top {
+    let mut t = Top::default();
+    for &i in members {
+        let c = if queries[i].paused {
+            0.0
+        } else {
+            cursor_after(steps[i], step)
+        };
+        if c > t.max {
+            t.second = t.max;
+            t.max = c;
+            t.at_max = 1;
+        } else if c == t.max {
+            t.at_max += 1;
+        } else if c > t.second {
+            t.second = c;
+        }
+    }
+    t
+}
+
+/// `cover` with work shared by a stream's queries: `shared[s]` (ns/s per percent) is saved
+/// as stream `s`'s highest cursor falls, because its drop point then discards tuples before
+/// they are fanned out to any query. The caller gives it only for streams whose drop point
+/// can take the drops (every query random); 0 or missing: none. A query's step then also
+/// gains the fall of the stream's highest cursor it causes, and a stream's step the fall of
+/// its highest cursor.
+pub fn cover_shared(
+    queries: &[GreedyQuery],
+    streams: usize,
+    shared: &[f64],
+    excess: f64,
+    step: f64,
+) -> Cover {
     let step = if step.is_finite() && step > 0.0 {
         step.min(100.0)
     } else {
@@ -142,7 +191,57 @@ pub fn cover(queries: &[GreedyQuery], streams: usize, excess: f64, step: f64) ->
         }
         Some(sum)
     };
-    let mut groups: Vec<Option<Step>> = (0..streams).map(|s| group(&next, s)).collect();
+    let shared_of = |s: usize| {
+        shared
+            .get(s)
+            .copied()
+            .filter(|g| g.is_finite() && *g > 0.0)
+            .unwrap_or(0.0)
+    };
+    let mut tops: Vec<Top> = (0..streams)
+        .map(|s| top_of(&members[s], queries, &steps, step))
+        .collect();
+    // The shared work a step of query `i` (from its cursor now) saves.
+    let bonus = |steps: &[u32], tops: &[Top], i: usize| -> f64 {
+        let s = queries[i].stream;
+        let g = shared_of(s);
+        if g == 0.0 || queries[i].paused {
+            return 0.0;
+        }
+        let Some(t) = tops.get(s) else {
+            return 0.0;
+        };
+        let (from, to) = (
+            cursor_after(steps[i], step),
+            cursor_after(steps[i] + 1, step),
+        );
+        let others = if from == t.max && t.at_max == 1 {
+            t.second
+        } else {
+            t.max
+        };
+        g * (from.max(others) - to.max(others))
+    };
+    let group_bonus = |steps: &[u32], tops: &[Top], s: usize| -> f64 {
+        let g = shared_of(s);
+        if g == 0.0 {
+            return 0.0;
+        }
+        let after = members[s]
+            .iter()
+            .map(|&i| cursor_after(steps[i] + 1, step))
+            .fold(0.0, f64::max);
+        g * (tops[s].max - after).max(0.0)
+    };
+    let with_group_bonus = |st: Option<Step>, steps: &[u32], tops: &[Top], s: usize| {
+        st.map(|mut st| {
+            st.gain += group_bonus(steps, tops, s);
+            st
+        })
+    };
+    let mut groups: Vec<Option<Step>> = (0..streams)
+        .map(|s| with_group_bonus(group(&next, s), &steps, &tops, s))
+        .collect();
 
     let mut gained = 0.0;
     let mut moves = Vec::new();
@@ -151,18 +250,24 @@ pub fn cover(queries: &[GreedyQuery], streams: usize, excess: f64, step: f64) ->
         let candidates = next
             .iter()
             .enumerate()
-            .map(|(i, s)| (MoveTarget::Query(i), s))
+            .map(|(i, st)| {
+                let st = st.map(|mut st| {
+                    st.gain += bonus(&steps, &tops, i);
+                    st
+                });
+                (MoveTarget::Query(i), st)
+            })
             .chain(
                 groups
                     .iter()
                     .enumerate()
-                    .map(|(s, st)| (MoveTarget::Stream(s), st)),
+                    .map(|(s, st)| (MoveTarget::Stream(s), *st)),
             );
         for (target, st) in candidates {
             if let Some(st) = st
                 && best.is_none_or(|(_, b)| st.better_than(&b))
             {
-                best = Some((target, *st));
+                best = Some((target, st));
             }
         }
         let Some((target, st)) = best else {
@@ -181,7 +286,8 @@ pub fn cover(queries: &[GreedyQuery], streams: usize, excess: f64, step: f64) ->
             MoveTarget::Stream(s) => s,
         };
         if s < streams {
-            groups[s] = group(&next, s);
+            tops[s] = top_of(&members[s], queries, &steps, step);
+            groups[s] = with_group_bonus(group(&next, s), &steps, &tops, s);
         }
         gained += st.gain;
         moves.push(Move {
@@ -215,6 +321,7 @@ mod tests {
             weight,
             curve: None,
             movable: true,
+            paused: false,
         }
     }
 

@@ -130,6 +130,18 @@ pub struct StreamInput {
     /// Tuples per second offered at the stream's drop point, before any drop (smoothed,
     /// e.g. an `Ewma`). Plans are computed from the unshed demand every tick.
     pub rate: f64,
+    /// Engine work per tuple that passes the stream's drop point, ns: fanning it out to
+    /// the stream's queries (their drop points and queues), before any query work. A drop at
+    /// the stream's drop point saves it; a drop at a query's drop point does not. 0 when
+    /// not measured (simulated runs charge no ingest).
+    pub ingest: f64,
+}
+
+impl StreamInput {
+    /// A stream offering `rate` tuples per second with no ingest work.
+    pub fn at(rate: f64) -> StreamInput {
+        StreamInput { rate, ingest: 0.0 }
+    }
 }
 
 /// A query's value QoS, for semantic shedding.

@@ -30,10 +30,12 @@ mod trigger;
 #[cfg(test)]
 mod tests_control;
 #[cfg(test)]
+mod tests_fanout;
+#[cfg(test)]
 mod tests_plan;
 
 pub use feedback::{Feedback, Gains, MAX_STEP, latency_error, latency_miss};
-pub use greedy::{Cover, GreedyQuery, Move, MoveTarget, cover};
+pub use greedy::{Cover, GreedyQuery, Move, MoveTarget, cover, cover_shared};
 pub use input::{
     LatencyInput, PolicyParams, QueryInput, ShedInput, ShedKind, StreamInput, ValueQos,
 };

@@ -37,6 +37,10 @@ pub struct ShedPlan {
     /// Work per second the admitted input brings under this plan (`expected_load`
     /// without the queue's melt): what the monitor checks against the work that arrived.
     pub expected_input: f64,
+    /// Ingest work per second under this plan, ns/s: tuples passing the stream drop points
+    /// times their fan-out cost (`StreamInput::ingest`). Part of `load` and
+    /// `expected_load`, not of `expected_input`.
+    pub ingest: f64,
     /// Excess that shedding could not cover (lossless queries, queue load alone above the
     /// target); 0 when the plan is enough.
     pub unmet: f64,
@@ -76,6 +80,7 @@ impl ShedPlan {
             excess: 0.0,
             expected_load: 0.0,
             expected_input: 0.0,
+            ingest: 0.0,
             unmet: 0.0,
             correction: 1.0,
             shedding: false,

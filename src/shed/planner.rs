@@ -98,8 +98,9 @@ pub(super) fn non_negative(x: f64) -> f64 {
 
 /// One control tick: updates `state` and returns the plan to install.
 ///
-/// Load is planned on the unshed demand: `T = sum_s r_s * L_s + melt * sum_q c_q * queued_q`
-/// with `L_s = sum of c_q` over the queries of `s`, against `target = H * C * m`.
+/// Load is planned on the unshed demand: `T = sum_s r_s * (f_s + L_s) + melt * sum_q c_q *
+/// queued_q` with `L_s = sum of c_q` over the queries of `s` and `f_s` its fan-out work per
+/// tuple, against `target = H * C * m`.
 pub fn plan(input: &ShedInput, state: &mut ShedState) -> ShedPlan {
     let out = decide(input, state);
     state.last = Some(out.clone());
@@ -152,7 +153,13 @@ fn decide(input: &ShedInput, state: &mut ShedState) -> ShedPlan {
                 )
         })
         .sum();
-    let total = report.total + rows_load;
+    // Fan-out past the stream drop points, at full input.
+    let ingest: f64 = input
+        .streams
+        .iter()
+        .map(|s| non_negative(s.rate) * non_negative(s.ingest))
+        .sum();
+    let total = report.total + rows_load + ingest;
 
     let mut out = ShedPlan::keep_all(input.streams.len(), qs.len());
     for (u, q) in out.utility.iter_mut().zip(qs) {
@@ -161,7 +168,8 @@ fn decide(input: &ShedInput, state: &mut ShedState) -> ShedPlan {
     out.weighted_utility = weighted(qs, &out.utility);
     out.load = total;
     out.expected_load = total;
-    out.expected_input = total - report.queue;
+    out.expected_input = total - report.queue - ingest;
+    out.ingest = ingest;
     out.model_scale = scale;
     if p.kind == ShedKind::None {
         out.headroom = p.headroom;

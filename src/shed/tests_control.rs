@@ -43,7 +43,7 @@ fn feedback_holds_latency_under_target_when_the_model_is_2x_optimistic() {
     let mut latencies = Vec::new();
     for _ in 0..300 {
         let input = ShedInput {
-            streams: vec![StreamInput { rate }],
+            streams: vec![StreamInput::at(rate)],
             queries: vec![QueryInput {
                 queued: plant.queue,
                 latency: Some(LatencyInput {
@@ -101,7 +101,7 @@ fn an_accurate_model_needs_no_correction() {
     let mut state = ShedState::new();
     for _ in 0..100 {
         let input = ShedInput {
-            streams: vec![StreamInput { rate }],
+            streams: vec![StreamInput::at(rate)],
             queries: vec![QueryInput {
                 queued: plant.queue,
                 latency: Some(LatencyInput {
@@ -141,7 +141,7 @@ fn run_plant(
     let mut model_error = None;
     for _ in 0..ticks {
         let input = ShedInput {
-            streams: vec![StreamInput { rate }],
+            streams: vec![StreamInput::at(rate)],
             queries: vec![QueryInput {
                 queued: plant.queue,
                 latency: Some(LatencyInput {
@@ -199,7 +199,7 @@ fn one_odd_tick_moves_the_correction_by_a_bounded_step_and_does_not_lift_sheddin
     assert!(before.shedding);
     // One tick where the engine paused: a latency far above target, a rate of nothing.
     let odd = ShedInput {
-        streams: vec![StreamInput { rate: 0.0 }],
+        streams: vec![StreamInput::at(0.0)],
         queries: vec![QueryInput {
             latency: Some(LatencyInput {
                 target: 200e6,

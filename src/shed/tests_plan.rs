@@ -20,7 +20,7 @@ fn snapshot<'a>(
     kind: ShedKind,
 ) -> ShedInput<'a> {
     ShedInput {
-        streams: rates.iter().map(|&rate| StreamInput { rate }).collect(),
+        streams: rates.iter().map(|&rate| StreamInput::at(rate)).collect(),
         queries,
         capacity,
         model_error: None,

@@ -80,6 +80,8 @@ fn same_but_time(a: &ControlReport, b: &ControlReport) -> bool {
         busy,
         overhead,
         ingest_cost,
+        fan_out_cost,
+        overhead_fixed,
         violations,
         model_error,
         model_error_mean,
@@ -93,6 +95,8 @@ fn same_but_time(a: &ControlReport, b: &ControlReport) -> bool {
         && *busy == b.qos.busy
         && *overhead == b.qos.overhead
         && *ingest_cost == b.qos.ingest_cost
+        && *fan_out_cost == b.qos.fan_out_cost
+        && *overhead_fixed == b.qos.overhead_fixed
         && *violations == b.qos.violations
         && *model_error == b.qos.model_error
         && *model_error_mean == b.qos.model_error_mean

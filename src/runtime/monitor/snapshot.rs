@@ -25,6 +25,10 @@ pub struct QueryQos {
     /// Work per emitted row beyond the per-tuple work (window closing, sinks), ns; 0 when
     /// the fit cannot tell rows from tuples.
     pub row_cost: f64,
+    /// Work per tuple that reached the query's stream past its drop point, whatever the
+    /// query's own keep (its drop point, loss accounting), ns; only a stream drop saves
+    /// it. 0 when the fit cannot tell it from the per-tuple work.
+    pub passed_cost: f64,
     /// Result rows per second over the last ticks (robust: one odd tick does not move it).
     pub row_rate: f64,
     /// Results per processed tuple.
@@ -74,6 +78,11 @@ pub struct QosSnapshot {
     /// for every query. A drop at a query's drop point saves that query's work only;
     /// `overhead` is this cost at the current offered rate.
     pub ingest_cost: f64,
+    /// The same work fitted as `overhead_fixed + fan_out_cost * tuples` per second, where
+    /// the tuples are those past the stream drop points: ns of fan-out per tuple a stream
+    /// drop saves, and ns/s no drop saves (control ticks).
+    pub fan_out_cost: f64,
+    pub overhead_fixed: f64,
     /// Ticks whose ledger did not balance (0 unless there is a bug).
     pub violations: u64,
     /// The load model checked against what happened: `(measured - predicted) / predicted`

@@ -102,6 +102,7 @@ fn merge_query(parts: &[&QueryQos]) -> QueryQos {
     m.latency = parts.iter().filter_map(|p| p.latency).max();
     m.cost = mean(parts, |p| p.rate_in, |p| p.cost);
     m.row_cost = mean(parts, |p| p.row_rate, |p| p.row_cost);
+    m.passed_cost = mean(parts, |p| p.rate_in, |p| p.passed_cost);
     m.delivered = mean(parts, |p| p.rate_in, |p| p.delivered);
     m.utility = mean(parts, |p| p.rate_in, |p| p.utility);
     m.selectivity = if m.rate_in > 0.0 {
@@ -120,6 +121,7 @@ fn merge_plan(plans: &[&ShedPlan], reports: &[&ControlReport]) -> ShedPlan {
     m.excess = sum(|p| p.excess);
     m.expected_load = sum(|p| p.expected_load);
     m.expected_input = sum(|p| p.expected_input);
+    m.ingest = sum(|p| p.ingest);
     m.unmet = sum(|p| p.unmet);
     m.shedding = plans.iter().any(|p| p.shedding);
     m.input_insufficient = plans.iter().any(|p| p.input_insufficient);
@@ -159,6 +161,9 @@ pub fn merge_reports(
         overhead: reports.iter().map(|r| r.qos.overhead).sum(),
         ingest_cost: reports.iter().map(|r| r.qos.ingest_cost).sum::<f64>()
             / reports.len().max(1) as f64,
+        fan_out_cost: reports.iter().map(|r| r.qos.fan_out_cost).sum::<f64>()
+            / reports.len().max(1) as f64,
+        overhead_fixed: reports.iter().map(|r| r.qos.overhead_fixed).sum(),
         violations: reports.iter().map(|r| r.qos.violations).sum(),
         model_error: reports
             .iter()
