@@ -10,12 +10,15 @@
 //! interval, although its row still carries the keep fraction.
 
 mod accumulators;
+mod aggregate;
 mod approx;
 mod interner;
 mod loss;
 mod scaling;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_chunks;
 #[cfg(test)]
 mod tests_selection;
 #[cfg(test)]
@@ -28,7 +31,9 @@ mod window;
 
 pub use approx::{ColumnApprox, Output, ResultApprox};
 pub use loss::LossKind;
-pub use window::WindowAggregate;
+pub use window::{GroupSink, WindowAggregate};
+
+use aggregate::Aggregate;
 
 use super::batch::Batch;
 use super::expr::Expr;
@@ -41,51 +46,6 @@ use super::shard::{RoutedTime, ShardFilter};
 enum Body {
     Project(Vec<Expr>),
     Aggregate(Box<Aggregate>),
-}
-
-/// A windowed aggregate with its HAVING and SELECT list.
-#[derive(Debug)]
-struct Aggregate {
-    op: WindowAggregate,
-    having: Option<Expr>,
-    project: Vec<Expr>,
-    /// For each SELECT column, the group-row column whose approximation it inherits.
-    inherit: Vec<Option<usize>>,
-    /// Group rows closed by the operator, before HAVING and projection.
-    groups: Output,
-    /// The group rows that passed HAVING.
-    kept: Output,
-    /// Tuples the windows lost before they reached the operator.
-    loss: loss::WindowLoss,
-}
-
-impl Aggregate {
-    /// Applies HAVING and the SELECT list to the group rows the operator closed.
-    fn finish(&mut self, sel: &mut Vec<u32>, out: &mut Output) {
-        let groups = &mut self.groups;
-        self.loss.apply(groups, self.op.closed());
-        if groups.is_empty() {
-            return;
-        }
-        let rows: &Output = match &self.having {
-            None => groups,
-            Some(h) => {
-                h.select(&groups.rows, sel);
-                self.kept.clear();
-                self.kept.rows.gather_from(&groups.rows, sel);
-                self.kept.approx.gather_from(0, &groups.approx, sel);
-                &self.kept
-            }
-        };
-        let before = out.rows.len();
-        for (e, col) in self.project.iter().zip(out.rows.columns.iter_mut()) {
-            e.eval_into(&rows.rows, col);
-        }
-        out.rows.arrival.extend_from_slice(&rows.rows.arrival);
-        out.approx
-            .extend_projected(before, &rows.approx, rows.len(), &self.inherit);
-        groups.clear();
-    }
 }
 
 /// The executable form of one `QueryPlan`.
@@ -118,22 +78,7 @@ impl Pipeline {
     pub fn new(plan: &QueryPlan, input_types: &[DataType]) -> Pipeline {
         let body = match &plan.body {
             PlanBody::Project(exprs) => Body::Project(exprs.clone()),
-            PlanBody::Aggregate(a) => Body::Aggregate(Box::new(Aggregate {
-                op: WindowAggregate::new(a),
-                having: a.having.clone(),
-                project: a.project.clone(),
-                inherit: a
-                    .project
-                    .iter()
-                    .map(|e| match e {
-                        Expr::Column(c) => Some(*c),
-                        _ => None,
-                    })
-                    .collect(),
-                groups: Output::new(&a.group_row_types()),
-                kept: Output::new(&a.group_row_types()),
-                loss: loss::WindowLoss::new(a),
-            })),
+            PlanBody::Aggregate(a) => Body::Aggregate(Box::new(Aggregate::new(a))),
         };
         Pipeline {
             filter: plan.filter.clone(),
@@ -320,6 +265,7 @@ impl Pipeline {
                     a.loss.note_filter(unfiltered.len(), passed);
                 }
                 a.loss.count_kept(input, a.op.closed());
+                let (op, mut sink) = a.split(out);
                 if let Some(r) = routed {
                     if !input.is_empty() {
                         let prefix = match input.sel {
@@ -330,25 +276,26 @@ impl Pipeline {
                             }
                             None => Some(r.prefix.as_slice()),
                         };
-                        a.op.process_rows(input, keep, value_keep, prefix, &mut a.groups);
+                        op.process_rows(input, keep, value_keep, prefix, &mut sink);
                     }
-                    a.op.advance_to(r.tail.0, r.tail.1, &mut a.groups);
+                    op.advance_to(r.tail.0, r.tail.1, &mut sink);
                 } else if !input.is_empty() {
                     let prefix = if filtered_out {
                         let sel = input.sel.expect("a filtered input is a selection");
-                        a.op.prefix_watermarks_rows(unfiltered, sel, &mut self.prefix);
+                        op.prefix_watermarks_rows(unfiltered, sel, &mut self.prefix);
                         Some(self.prefix.as_slice())
                     } else {
                         None
                     };
-                    a.op.process_rows(input, keep, value_keep, prefix, &mut a.groups);
+                    op.process_rows(input, keep, value_keep, prefix, &mut sink);
                 }
                 // Tuples the filter removed still tell the time: windows they complete close
                 // now, not when the next passing tuple arrives.
                 if filtered_out && routed.is_none() {
-                    a.op.advance_rows(unfiltered, &mut a.groups);
+                    op.advance_rows(unfiltered, &mut sink);
                 }
-                a.finish(&mut self.sel, out);
+                let closed = op.closed();
+                sink.done(closed);
             }
         }
     }
@@ -356,8 +303,10 @@ impl Pipeline {
     /// Closes arrival-time windows ending by `bound`.
     pub fn on_tick(&mut self, bound: Nanos, out: &mut Output) {
         if let Body::Aggregate(a) = &mut self.body {
-            a.op.on_tick(bound, &mut a.groups);
-            a.finish(&mut self.sel, out);
+            let (op, mut sink) = a.split(out);
+            op.on_tick(bound, &mut sink);
+            let closed = op.closed();
+            sink.done(closed);
         }
     }
 
@@ -372,8 +321,10 @@ impl Pipeline {
     /// Emits all remaining state (end of input).
     pub fn flush(&mut self, now: Nanos, out: &mut Output) {
         if let Body::Aggregate(a) = &mut self.body {
-            a.op.flush(now, &mut a.groups);
-            a.finish(&mut self.sel, out);
+            let (op, mut sink) = a.split(out);
+            op.flush(now, &mut sink);
+            let closed = op.closed();
+            sink.done(closed);
         }
     }
 

@@ -1,12 +1,33 @@
 //! Closing windows: which windows the watermark (or a tick, or the end of input) completes,
 //! and the result rows they become. Invariant: every window is emitted once, in start
-//! order, its rows in the order its keys were first seen, and its slots are freed after.
+//! order, its rows in the order its keys were first seen, and its slots are freed after;
+//! the sink hears of each window once all its rows are in its buffer (`GroupSink`).
 
 use super::super::approx::Output;
 use super::WindowAggregate;
 use crate::core::batch::Column;
 use crate::core::plan::MAX_GROUP_KEYS;
 use crate::core::schema::{DataType, Nanos};
+
+/// Where a window operator puts the group rows of the windows it closes. A close may
+/// complete many windows at once (the end of input, a frontier jump): a sink that consumes
+/// the buffer as windows complete (`window_closed`) holds the rows of a few windows at a
+/// time, not of all of them.
+pub trait GroupSink {
+    /// The buffer the next group rows are appended to.
+    fn buffer(&mut self) -> &mut Output;
+
+    /// Every window ending at or before `closed` has now been emitted whole: the buffer
+    /// holds no row of a later window, and may be consumed.
+    fn window_closed(&mut self, _closed: i64) {}
+}
+
+/// A plain buffer keeps every row until its owner reads it.
+impl GroupSink for Output {
+    fn buffer(&mut self) -> &mut Output {
+        self
+    }
+}
 
 /// Which arrival a closed window's rows carry (for latency).
 #[derive(Clone, Copy, Debug)]
@@ -17,7 +38,12 @@ pub(super) enum Due {
 
 impl WindowAggregate {
     /// Emits and forgets every window whose end is `<= closed_to`.
-    pub(super) fn close(&mut self, closed_to: i64, due_override: Option<Due>, out: &mut Output) {
+    pub(super) fn close(
+        &mut self,
+        closed_to: i64,
+        due_override: Option<Due>,
+        out: &mut impl GroupSink,
+    ) {
         if self.slices.is_some() {
             self.close_sliced(closed_to, due_override, out);
             return;
@@ -35,14 +61,18 @@ impl WindowAggregate {
                 self.hot.1.clear();
             }
             let due = self.due_for(end, due_override);
+            let buf = out.buffer();
             for &slot in &slots {
-                self.state.emit(slot as usize, self.plan.keys.len(), out);
+                self.state.emit(slot as usize, self.plan.keys.len(), buf);
                 let gk = self.slot_keys[slot as usize];
-                self.push_key_and_bounds(&gk.1, start, end, due, out);
+                self.push_key_and_bounds(&gk.1, start, end, due, buf);
                 self.forget(slot);
             }
+            buf.approx.pad(buf.rows.len());
+            out.window_closed(end);
         }
-        out.approx.pad(out.rows.len());
+        let buf = out.buffer();
+        buf.approx.pad(buf.rows.len());
         // Crossing records older than every open window's end are no longer needed.
         let first_open_end = self
             .windows

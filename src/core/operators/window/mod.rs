@@ -23,7 +23,6 @@ use std::sync::Arc;
 
 use rustc_hash::FxHashMap;
 
-use super::approx::Output;
 use super::interner::Interner;
 
 mod close;
@@ -38,6 +37,7 @@ use crate::core::plan::{AggregatePlan, MAX_GROUP_KEYS, TimeSource};
 use crate::core::rows::Rows;
 use crate::core::schema::{DataType, Nanos};
 use close::Due;
+pub use close::GroupSink;
 use hot::HotKeys;
 use slices::Slices;
 use state::GroupState;
@@ -151,7 +151,7 @@ impl WindowAggregate {
         keep: f64,
         value_keep: f64,
         prefix: Option<&[(i64, Nanos)]>,
-        out: &mut Output,
+        out: &mut impl GroupSink,
     ) {
         self.process_rows(Rows::all(batch), keep, value_keep, prefix, out);
     }
@@ -164,7 +164,7 @@ impl WindowAggregate {
         keep: f64,
         value_keep: f64,
         prefix: Option<&[(i64, Nanos)]>,
-        out: &mut Output,
+        out: &mut impl GroupSink,
     ) {
         let n = rows.len();
         if n == 0 {
@@ -322,7 +322,7 @@ impl WindowAggregate {
     /// Closes arrival-time windows that ended by `bound` (the engine passes the earliest of
     /// now, the ingest frontier and the oldest queued arrival, so no tuple still on its way
     /// can belong to them).
-    pub fn on_tick(&mut self, bound: Nanos, out: &mut Output) {
+    pub fn on_tick(&mut self, bound: Nanos, out: &mut impl GroupSink) {
         if self.plan.time == TimeSource::Arrival {
             self.close(bound, Some(Due::WindowEnd), out);
         }
@@ -335,7 +335,7 @@ impl WindowAggregate {
     }
 
     /// Emits every open window (end of input); their latency counts from `now`.
-    pub fn flush(&mut self, now: Nanos, out: &mut Output) {
+    pub fn flush(&mut self, now: Nanos, out: &mut impl GroupSink) {
         self.close(i64::MAX, Some(Due::At(now)), out);
     }
 

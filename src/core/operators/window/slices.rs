@@ -14,7 +14,7 @@ use rustc_hash::FxHashMap;
 
 use super::super::approx::Output;
 use super::WindowAggregate;
-use super::close::Due;
+use super::close::{Due, GroupSink};
 use super::stacks::{Stacks, Table};
 use crate::core::plan::{AggregatePlan, MAX_GROUP_KEYS};
 
@@ -117,7 +117,7 @@ impl WindowAggregate {
         &mut self,
         closed_to: i64,
         due_override: Option<Due>,
-        out: &mut Output,
+        out: &mut impl GroupSink,
     ) {
         let before = self.closed;
         self.closed = before.max(closed_to);
@@ -131,7 +131,8 @@ impl WindowAggregate {
                 if end > closed_to {
                     break;
                 }
-                self.emit_window(s, end, due_override, out);
+                self.emit_window(s, end, due_override, out.buffer());
+                out.window_closed(end);
                 match s.checked_add(slide) {
                     Some(next) => s = next,
                     None => break,
@@ -154,7 +155,8 @@ impl WindowAggregate {
                 }
             }
         }
-        out.approx.pad(out.rows.len());
+        let buf = out.buffer();
+        buf.approx.pad(buf.rows.len());
         // Crossing records older than every open window's end are no longer needed.
         let first_open_end = match self.windows.first_key_value() {
             Some((&a, _)) => first_start_ending_after(a, size, slide)
@@ -226,6 +228,7 @@ impl WindowAggregate {
             let key = kid_key[window.kids[w as usize] as usize];
             self.push_key_and_bounds(&key, start, end, due, out);
         }
+        out.approx.pad(out.rows.len());
         self.slices = Some(sl);
     }
 }

@@ -3,8 +3,8 @@
 //! forward, row by row in input order, whatever the batching.
 
 use super::WindowAggregate;
+use super::close::GroupSink;
 use crate::core::batch::{Batch, Column};
-use crate::core::operators::Output;
 use crate::core::plan::TimeSource;
 use crate::core::rows::Rows;
 use crate::core::schema::Nanos;
@@ -41,12 +41,12 @@ impl WindowAggregate {
     /// Moves the watermark to the latest time in `batch` without folding its tuples (they
     /// were filtered out, but their time still says the windows before it are complete),
     /// and closes what that completes.
-    pub fn advance(&mut self, batch: &Batch, out: &mut Output) {
+    pub fn advance(&mut self, batch: &Batch, out: &mut impl GroupSink) {
         self.advance_rows(Rows::all(batch), out);
     }
 
     /// `advance` over the rows `rows` sees.
-    pub fn advance_rows(&mut self, rows: Rows<'_>, out: &mut Output) {
+    pub fn advance_rows(&mut self, rows: Rows<'_>, out: &mut impl GroupSink) {
         let times = self.times(rows.batch);
         // The last row holding the largest time (what `max_by_key` picks), for its arrival.
         let mut best: Option<(usize, i64)> = None;
@@ -75,7 +75,7 @@ impl WindowAggregate {
 
     /// Moves the watermark to `t` (the time of a tuple that arrived at `arrival`, routed to
     /// another worker or filtered out) and closes what that completes.
-    pub fn advance_to(&mut self, t: i64, arrival: Nanos, out: &mut Output) {
+    pub fn advance_to(&mut self, t: i64, arrival: Nanos, out: &mut impl GroupSink) {
         if t <= self.watermark {
             return;
         }
