@@ -16,6 +16,7 @@ use hdrhistogram::Histogram;
 use super::changes::{WorkerChange, apply_part};
 use super::offer;
 use super::route::Router;
+use super::split::Dispatched;
 use crate::core::batch::Batch;
 use crate::core::engine::{Engine, Removal};
 use crate::core::operators::ResultApprox;
@@ -28,8 +29,8 @@ use crate::spec::{Flow, Policy, Workload};
 
 /// What the coordinator sends a worker, in order.
 pub(super) enum ToWorker {
-    /// A whole batch of a stream, shared by every worker.
-    Batch(usize, Arc<Batch>),
+    /// A whole batch of a stream, shared by every worker (with its split by shard).
+    Batch(usize, Arc<Dispatched>),
     Malformed(usize, u64),
     /// Frontier marker: tick at `at` with these per-stream frontiers.
     Tick {
