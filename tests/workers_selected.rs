@@ -57,13 +57,18 @@ fn engine() -> Engine {
     Engine::new(vec![stream], vec![query], config).unwrap()
 }
 
-/// Batch `c` of `len` rows: keys from `key`, times mostly rising with some out of order
-/// (late rows), arrival 1 ms per row.
-fn batch(c: usize, len: usize, key: impl Fn(usize) -> i64) -> Batch {
+/// Batch `c` of `len` rows: keys from `key`, times rising (`jitter`: mostly, with some out
+/// of order, late rows), arrival 1 ms per row.
+fn batch(c: usize, len: usize, jitter: bool, key: impl Fn(usize) -> i64) -> Batch {
     let mut b = Batch::new(&schema().types(), len);
     for r in 0..len {
         let i = c * len + r;
-        let ts = (i as i64 + ((i * 37) % 11) as i64 - 5) * MS;
+        let off = if jitter {
+            ((i * 37) % 11) as i64 - 5
+        } else {
+            0
+        };
+        let ts = (i as i64 + off) * MS;
         b.push_row(
             i as i64 * MS,
             &[
@@ -113,7 +118,7 @@ fn copy_and_in_place(rule: DropRule) {
     let len = 64;
     let mut selected = 0u64;
     for c in 0..60 {
-        let whole = batch(c, len, |i| (i % 17) as i64);
+        let whole = batch(c, len, true, |i| (i % 17) as i64);
         let mut prefix = Vec::with_capacity(len);
         for r in 0..len {
             let Scalar::Timestamp(t) = whole.row(r, &schema().types())[2] else {
@@ -193,7 +198,7 @@ fn under_shedding_a_selection_gives_the_rows_and_ledger_of_its_copy() {
 /// Skewed keys on `workers` workers: one worker gets most rows, the others a few of each
 /// batch (often none). Checks that every row is offered to and processed by exactly its
 /// owner, and returns the rows counted by COUNT(*) and the late rows, over all workers.
-fn skewed(workers: usize) -> (u64, u64) {
+fn skewed(workers: usize, jitter: bool) -> (u64, u64) {
     let mut sharded = Sharded::new(workers, 64, || Ok::<_, ()>(engine())).unwrap();
     assert_eq!(sharded.routed(0), workers > 1);
     let mut owned = vec![0u64; workers];
@@ -208,7 +213,7 @@ fn skewed(workers: usize) -> (u64, u64) {
         }
     };
     for c in 0..200 {
-        let b = batch(c, 50, skewed);
+        let b = batch(c, 50, jitter, skewed);
         shards_of(&b, 0, 64, &mut shards);
         for &s in &shards {
             owned[sharded.map.owner(s as usize)] += 1;
@@ -258,8 +263,13 @@ fn skewed(workers: usize) -> (u64, u64) {
 
 #[test]
 fn sparse_selections_on_4_workers_conserve_every_row() {
-    let one = skewed(1);
+    let one = skewed(1, true);
     assert!(one.1 > 0, "out-of-order rows are late");
-    assert_eq!(skewed(2), one);
-    assert_eq!(skewed(4), one);
+    assert_eq!(skewed(2, true), one);
+    assert_eq!(skewed(4, true), one);
+    // In order: each batch's split writes no time prefix (`RoutedTime`), nothing is late.
+    let one = skewed(1, false);
+    assert_eq!(one, (10_000, 0));
+    assert_eq!(skewed(2, false), one);
+    assert_eq!(skewed(4, false), one);
 }

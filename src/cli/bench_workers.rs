@@ -43,21 +43,25 @@ fn run(
 ) -> Result<(Nanos, Nanos, Nanos), Failure> {
     let sharded = Sharded::new(workers, 64, || engine_for(w)).map_err(|e| anyhow::anyhow!(e))?;
     // Fresh per run, as the coordinator makes one per batch: each batch's split by shard is
-    // computed inside the timed run, by the first worker to read it.
-    let batches: Vec<Dispatched> = (batches.iter())
-        .map(|b| Dispatched::new(Arc::clone(b)))
+    // computed inside the timed run, by the first worker to read it. Each worker gets its
+    // own handles, as from its channel, and drops each after use, so a split's memory is
+    // freed (and reused) once every worker is past it, as in a live run.
+    let batches: Vec<Arc<Dispatched>> = (batches.iter())
+        .map(|b| Arc::new(Dispatched::new(Arc::clone(b))))
         .collect();
-    let batches = &batches;
+    let mut inputs: Vec<Vec<Arc<Dispatched>>> = (0..workers).map(|_| batches.clone()).collect();
+    drop(batches);
     let clock = WallClock::start();
     let start = clock.since_start();
     let (rows, cpu, total) = std::thread::scope(|s| {
         let handles: Vec<_> = (sharded.engines.into_iter().zip(sharded.routers))
             .map(|(mut engine, mut router)| {
+                let batches = inputs.pop().unwrap_or_default();
                 s.spawn(move || {
                     let cpu = thread_cpu();
                     let mut rows = 0usize;
                     for b in batches {
-                        offer(&mut engine, &mut router, 0, b);
+                        offer(&mut engine, &mut router, 0, &b);
                         while engine.run_turn(0).is_some() {}
                         engine.emit(0, |e| rows += e.batch.len());
                     }

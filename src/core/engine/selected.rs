@@ -29,7 +29,7 @@ impl Engine {
         time: &Arc<RoutedTime>,
     ) {
         debug_assert!(is_selection(sel, batch.len()));
-        debug_assert_eq!(time.prefix.len(), batch.len());
+        debug_assert!(time.prefix.is_empty() || time.prefix.len() == batch.len());
         if sel.is_empty() {
             return;
         }

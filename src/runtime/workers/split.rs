@@ -1,6 +1,7 @@
 //! One stream batch as every worker receives it (`Dispatched`): the batch, shared, and
 //! its split by shard (`Split`), computed once per batch by the first worker to read it
-//! and then read by every worker. Each row's key is hashed once per batch, not once per
+//! (without a lock: workers that reach it together each compute it, never wait) and then
+//! read by every worker. Each row's key is hashed once per batch, not once per
 //! worker, the stream's time prefix is built once, and no worker copies rows: each
 //! queues the shared batch with its own rows as a selection (`Engine::ingest_selected`).
 //!
@@ -53,9 +54,15 @@ impl Dispatched {
         }
     }
 
-    /// The batch's split, computed by `make` if no worker has yet (others wait for it).
+    /// The batch's split, computed by `make` if no worker has yet. Nobody waits: two
+    /// workers that reach a batch together both compute it (the same split, from the same
+    /// stream state) and the first one stored is kept.
     pub fn split_with(&self, make: impl FnOnce() -> Split) -> &Split {
-        self.split.get_or_init(make)
+        if let Some(split) = self.split.get() {
+            return split;
+        }
+        let _ = self.split.set(make());
+        self.split.get().expect("a split was just stored")
     }
 }
 
@@ -81,28 +88,40 @@ impl Split {
             },
             TimeSource::Arrival => &batch.arrival,
         };
-        let mut prefix = Vec::with_capacity(times.len());
+        // An in-order batch (times rising strictly from above the stream's largest so
+        // far) needs no prefix: each row's own time is the largest so far.
+        let rising =
+            times.first().is_some_and(|&t| t > high.0) && times.windows(2).all(|w| w[0] < w[1]);
+        let mut prefix = Vec::new();
         let mut h = high;
-        for (&t, &a) in times.iter().zip(&batch.arrival) {
-            if t > h.0 {
-                h = (t, a);
+        if rising {
+            let last = times.len() - 1;
+            h = (times[last], batch.arrival[last]);
+        } else {
+            prefix.reserve_exact(times.len());
+            for (&t, &a) in times.iter().zip(&batch.arrival) {
+                if t > h.0 {
+                    h = (t, a);
+                }
+                prefix.push(h);
             }
-            prefix.push(h);
         }
         let mask = (by.owner.len() - 1) as u64;
-        let owner = |x: u64| by.owner[(x & mask) as usize];
+        // Each row's owner, counted per worker as it goes (for the counting sort below).
+        let mut starts = vec![0u32; by.workers + 1];
         owners.clear();
+        let mut put = |x: u64| {
+            let o = by.owner[(x & mask) as usize];
+            starts[o as usize + 1] += 1;
+            owners.push(o);
+        };
         match &batch.columns[by.column] {
-            Column::Int(v) => owners.extend(v.iter().map(|&x| owner(key_hash_int(x)))),
-            Column::Float(v) => owners.extend(v.iter().map(|&x| owner(key_hash_float(x)))),
-            Column::Bool(v) => owners.extend(v.iter().map(|&x| owner(key_hash_int(i64::from(x))))),
-            Column::Str(v) => owners.extend(v.iter().map(|x| owner(key_hash_str(x)))),
+            Column::Int(v) => v.iter().for_each(|&x| put(key_hash_int(x))),
+            Column::Float(v) => v.iter().for_each(|&x| put(key_hash_float(x))),
+            Column::Bool(v) => v.iter().for_each(|&x| put(key_hash_int(i64::from(x)))),
+            Column::Str(v) => v.iter().for_each(|x| put(key_hash_str(x))),
         }
         // A counting sort by owner: stable, so each worker's rows stay ascending.
-        let mut starts = vec![0u32; by.workers + 1];
-        for &o in owners.iter() {
-            starts[o as usize + 1] += 1;
-        }
         for w in 0..by.workers {
             starts[w + 1] += starts[w];
         }
@@ -189,5 +208,15 @@ mod tests {
         let p: Vec<(i64, Nanos)> = split.time().prefix.clone();
         assert_eq!(p, vec![(6, 42), (6, 42), (9, 102), (9, 102)]);
         assert_eq!(split.time().tail, (9, 102));
+        // In order, from above the stream's time so far: no prefix, each row's own time.
+        let b = batch(&[1, 2, 3], &[7, 8, 10]);
+        let split = Split::compute(&b, by, (6, 42), &mut Vec::new());
+        assert!(split.time().prefix.is_empty());
+        assert_eq!(split.time().tail, (10, 102));
+        // A tie, or a time not above the stream's, needs the prefix.
+        for (times, high) in [([7, 7, 10], (6, 42)), ([7, 8, 10], (7, 42))] {
+            let split = Split::compute(&batch(&[1, 2, 3], &times), by, high, &mut Vec::new());
+            assert_eq!(split.time().prefix.len(), 3);
+        }
     }
 }
