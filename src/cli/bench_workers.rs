@@ -1,7 +1,7 @@
 //! `spillway bench --workers N`: query (b) on 1 and on N engine workers over key shards,
 //! each worker a thread with its own `Engine` and its own `Router`, over the same
-//! pre-generated batches, shared: every worker reads every batch and queues the rows of
-//! its shards as a selection of it, as in a live run (generation excluded from the wall
+//! pre-generated batches, shared: every worker reads every batch and takes the rows of
+//! its shards itself, as in a live run (generation excluded from the wall
 //! time; each batch's split by shard, computed once by the first worker to read it,
 //! included). Prints the throughput of each and the line
 //! `scaling: N workers = X.XXx of 1` (wall time). On a shared machine wall time measures

@@ -35,10 +35,7 @@ impl Engine {
         }
         self.refresh_shared(stream);
         if !self.keeps_every_row(stream) {
-            let mut own = Batch::new(&self.streams[stream].types, sel.len());
-            own.gather_from(batch, sel);
-            let t = Arc::new(time.gather(sel));
-            self.ingest_routed(stream, Arc::new(own), Some(t));
+            self.ingest_gathered(stream, batch, sel, time);
             return;
         }
         let n = sel.len() as u64;
@@ -73,6 +70,24 @@ impl Engine {
                 }
             }
         }
+    }
+
+    /// `ingest_selected` by way of a copy: the rows `sel` of `batch` gathered into a batch
+    /// of their own (and their time), ingested with `ingest_routed`.
+    pub fn ingest_gathered(
+        &mut self,
+        stream: usize,
+        batch: &Batch,
+        sel: &[u32],
+        time: &RoutedTime,
+    ) {
+        if sel.is_empty() {
+            return;
+        }
+        let mut own = Batch::new(&self.streams[stream].types, sel.len());
+        own.gather_from(batch, sel);
+        let t = Arc::new(time.gather(sel));
+        self.ingest_routed(stream, Arc::new(own), Some(t));
     }
 
     /// Whether ingest would keep every row of `stream` for every reader, reading the batch

@@ -3,9 +3,9 @@
 //! is shared (one `Arc`) with every worker, and each worker's `Router` keeps its own rows,
 //! with the stream's event time those rows cannot see (`RoutedTime`: per row, the largest
 //! time so far over the whole stream; at the end, the batch's). Nothing splits batches
-//! serially before the workers, and nobody copies rows: the first worker to read a batch
-//! hashes its key column once for all (`split`), and each worker queues the shared batch
-//! with its rows as a selection. Any other stream is offered whole to every worker, each
+//! serially before the workers: the first worker to read a batch hashes its key column
+//! once for all (`split`), and each worker takes its rows from that (`workers::offer`).
+//! Any other stream is offered whole to every worker, each
 //! keeping its shards in its pipeline.
 //!
 //! Invariant: a routed stream's rows are kept by exactly one worker each, in input order,
@@ -30,8 +30,8 @@ pub enum Route {
     Broadcast,
 }
 
-/// One worker's side of routing: it reads every batch of a routed stream (shared, never
-/// copied) and takes its own rows as a selection of it, with their `RoutedTime`. The
+/// One worker's side of routing: it reads every batch of a routed stream (shared) and
+/// picks its own rows of it, with their `RoutedTime`. The
 /// batch's split (`split::Split`: each row's owner, the time prefix) is computed once per
 /// batch, by whichever worker reads it first; the others read it. One per worker (it
 /// carries each stream's largest time so far, which every worker holds identically since
@@ -43,11 +43,10 @@ pub struct Router {
     high: Vec<(i64, Nanos)>,
     /// Per virtual shard: the worker that owns it.
     owner: Vec<u16>,
-    workers: usize,
     /// This worker.
     me: usize,
-    /// Scratch for the split of a batch: each row's owner.
-    owners: Vec<u16>,
+    /// This worker's rows of the batch at hand (reused: no allocation per batch).
+    sel: Vec<u32>,
 }
 
 /// The route of each stream of `engine` for `placement` on `workers` workers: split when
@@ -94,9 +93,8 @@ impl Router {
             high: vec![(i64::MIN, 0); routes.len()],
             routes,
             owner: (0..map.shards()).map(|s| map.owner(s) as u16).collect(),
-            workers,
             me,
-            owners: Vec::new(),
+            sel: Vec::new(),
         }
     }
 
@@ -109,11 +107,11 @@ impl Router {
     /// the worker takes whole. Every batch of a routed stream must pass here, in order,
     /// even when the worker keeps none of its rows: the batch's time still moves the
     /// stream's.
-    pub fn select<'d>(
-        &mut self,
+    pub fn select<'a>(
+        &'a mut self,
         stream: usize,
-        batch: &'d Dispatched,
-    ) -> Option<(&'d [u32], &'d Arc<RoutedTime>)> {
+        batch: &'a Dispatched,
+    ) -> Option<(&'a [u32], &'a Arc<RoutedTime>)> {
         let Route::Split { column, time } = self.routes[stream] else {
             return None;
         };
@@ -121,11 +119,11 @@ impl Router {
             column,
             time,
             owner: &self.owner,
-            workers: self.workers,
         };
-        let (high, owners) = (self.high[stream], &mut self.owners);
-        let split = batch.split_with(|| Split::compute(&batch.batch, by, high, owners));
+        let high = self.high[stream];
+        let split = batch.split_with(|| Split::compute(&batch.batch, by, high));
         self.high[stream] = split.time().tail;
-        Some((split.rows_of(self.me), split.time()))
+        split.rows_of(self.me, &mut self.sel);
+        Some((&self.sel, split.time()))
     }
 }

@@ -1,13 +1,15 @@
 //! One stream batch as every worker receives it (`Dispatched`): the batch, shared, and
 //! its split by shard (`Split`), computed once per batch by the first worker to read it
 //! (without a lock: workers that reach it together each compute it, never wait) and then
-//! read by every worker. Each row's key is hashed once per batch, not once per
-//! worker, the stream's time prefix is built once, and no worker copies rows: each
-//! queues the shared batch with its own rows as a selection (`Engine::ingest_selected`).
+//! read by every worker. Each row's key is hashed once per batch, not once per worker,
+//! into the shard column's owners; the stream's time prefix is built once (not at all for
+//! an in-order batch); each worker picks its rows from the owners (one branch-free pass)
+//! and ingests them (`workers::offer`).
 //!
-//! Invariant: a split's row lists partition the batch's rows among the workers, each list
-//! ascending; its time prefix is, at each row, the stream's largest time so far (from the
-//! largest time before the batch), exactly what one engine reading every row would see.
+//! Invariant: every row has exactly one owner, so the workers' selections partition the
+//! batch, each ascending; the time prefix is, at each row, the stream's largest time so
+//! far (from the largest time before the batch), exactly what one engine reading every
+//! row would see.
 
 use std::sync::{Arc, OnceLock};
 
@@ -24,13 +26,12 @@ pub struct Dispatched {
     split: OnceLock<Split>,
 }
 
-/// A routed batch's rows per worker and the stream's event time at each row.
+/// A routed batch's owner worker of each row and the stream's event time at each row.
 #[derive(Debug)]
 pub struct Split {
-    /// The batch's row indices grouped by owner worker, ascending within each group.
-    rows: Vec<u32>,
-    /// Worker `w`'s rows are `rows[starts[w]..starts[w + 1]]`.
-    starts: Vec<u32>,
+    /// Per row of the batch, the worker that owns its key's shard: each worker builds its
+    /// own selection from it (`rows_of`), in parallel, without hashing again.
+    owners: Vec<u16>,
     /// Per row of the batch (every worker's), the stream's largest time so far and its
     /// arrival; at the end, the batch's. Shared by every worker's queued item.
     time: Arc<RoutedTime>,
@@ -43,7 +44,6 @@ pub struct SplitBy<'a> {
     pub column: usize,
     pub time: TimeSource,
     pub owner: &'a [u16],
-    pub workers: usize,
 }
 
 impl Dispatched {
@@ -74,13 +74,7 @@ impl From<Batch> for Dispatched {
 
 impl Split {
     /// Splits `batch` as `by` says, the stream's largest time before it being `high`.
-    /// `owners` is scratch space (one entry per row), kept by the caller between batches.
-    pub fn compute(
-        batch: &Batch,
-        by: SplitBy<'_>,
-        high: (i64, Nanos),
-        owners: &mut Vec<u16>,
-    ) -> Split {
+    pub fn compute(batch: &Batch, by: SplitBy<'_>, high: (i64, Nanos)) -> Split {
         let times: &[i64] = match by.time {
             TimeSource::Column(c) => match &batch.columns[c] {
                 Column::Int(v) => v,
@@ -90,8 +84,8 @@ impl Split {
         };
         // An in-order batch (times rising strictly from above the stream's largest so
         // far) needs no prefix: each row's own time is the largest so far.
-        let rising =
-            times.first().is_some_and(|&t| t > high.0) && times.windows(2).all(|w| w[0] < w[1]);
+        let rising = times.first().is_some_and(|&t| t > high.0)
+            && (times.iter().zip(&times[1..])).fold(true, |ok, (a, b)| ok & (a < b));
         let mut prefix = Vec::new();
         let mut h = high;
         if rising {
@@ -107,41 +101,33 @@ impl Split {
             }
         }
         let mask = (by.owner.len() - 1) as u64;
-        // Each row's owner, counted per worker as it goes (for the counting sort below).
-        let mut starts = vec![0u32; by.workers + 1];
-        owners.clear();
-        let mut put = |x: u64| {
-            let o = by.owner[(x & mask) as usize];
-            starts[o as usize + 1] += 1;
-            owners.push(o);
+        let owner = |x: u64| by.owner[(x & mask) as usize];
+        let owners = match &batch.columns[by.column] {
+            Column::Int(v) => v.iter().map(|&x| owner(key_hash_int(x))).collect(),
+            Column::Float(v) => v.iter().map(|&x| owner(key_hash_float(x))).collect(),
+            Column::Bool(v) => v
+                .iter()
+                .map(|&x| owner(key_hash_int(i64::from(x))))
+                .collect(),
+            Column::Str(v) => v.iter().map(|x| owner(key_hash_str(x))).collect(),
         };
-        match &batch.columns[by.column] {
-            Column::Int(v) => v.iter().for_each(|&x| put(key_hash_int(x))),
-            Column::Float(v) => v.iter().for_each(|&x| put(key_hash_float(x))),
-            Column::Bool(v) => v.iter().for_each(|&x| put(key_hash_int(i64::from(x)))),
-            Column::Str(v) => v.iter().for_each(|x| put(key_hash_str(x))),
-        }
-        // A counting sort by owner: stable, so each worker's rows stay ascending.
-        for w in 0..by.workers {
-            starts[w + 1] += starts[w];
-        }
-        let mut next = starts.clone();
-        let mut rows = vec![0u32; owners.len()];
-        for (i, &o) in owners.iter().enumerate() {
-            let at = &mut next[o as usize];
-            rows[*at as usize] = i as u32;
-            *at += 1;
-        }
         Split {
-            rows,
-            starts,
+            owners,
             time: Arc::new(RoutedTime { prefix, tail: h }),
         }
     }
 
-    /// Worker `w`'s rows of the batch, ascending.
-    pub fn rows_of(&self, w: usize) -> &[u32] {
-        &self.rows[self.starts[w] as usize..self.starts[w + 1] as usize]
+    /// Writes worker `w`'s rows of the batch, ascending, into `sel` (branch-free: which
+    /// worker owns a row is a coin toss the branch predictor cannot learn).
+    pub fn rows_of(&self, w: usize, sel: &mut Vec<u32>) {
+        sel.clear();
+        sel.resize(self.owners.len() + 1, 0);
+        let mut j = 0;
+        for (i, &o) in self.owners.iter().enumerate() {
+            sel[j] = i as u32;
+            j += usize::from(o as usize == w);
+        }
+        sel.truncate(j);
     }
 
     /// The stream's event time at each row of the batch and at its end.
@@ -176,16 +162,16 @@ mod tests {
                 column: 0,
                 time: TimeSource::Column(1),
                 owner: &owner,
-                workers,
             };
-            let split = Split::compute(&b, by, (i64::MIN, 0), &mut Vec::new());
+            let split = Split::compute(&b, by, (i64::MIN, 0));
             let mut shards = Vec::new();
             shards_of(&b, 0, 64, &mut shards);
             let mut seen = vec![0; 500];
+            let mut rows = Vec::new();
             for w in 0..workers {
-                let rows = split.rows_of(w);
+                split.rows_of(w, &mut rows);
                 assert!(rows.windows(2).all(|p| p[0] < p[1]), "ascending");
-                for &r in rows {
+                for &r in &rows {
                     assert_eq!(map.owner(shards[r as usize] as usize), w);
                     seen[r as usize] += 1;
                 }
@@ -202,20 +188,19 @@ mod tests {
             column: 0,
             time: TimeSource::Column(1),
             owner: &owner,
-            workers: 2,
         };
-        let split = Split::compute(&b, by, (6, 42), &mut Vec::new());
+        let split = Split::compute(&b, by, (6, 42));
         let p: Vec<(i64, Nanos)> = split.time().prefix.clone();
         assert_eq!(p, vec![(6, 42), (6, 42), (9, 102), (9, 102)]);
         assert_eq!(split.time().tail, (9, 102));
         // In order, from above the stream's time so far: no prefix, each row's own time.
         let b = batch(&[1, 2, 3], &[7, 8, 10]);
-        let split = Split::compute(&b, by, (6, 42), &mut Vec::new());
+        let split = Split::compute(&b, by, (6, 42));
         assert!(split.time().prefix.is_empty());
         assert_eq!(split.time().tail, (10, 102));
         // A tie, or a time not above the stream's, needs the prefix.
         for (times, high) in [([7, 7, 10], (6, 42)), ([7, 8, 10], (7, 42))] {
-            let split = Split::compute(&batch(&[1, 2, 3], &times), by, high, &mut Vec::new());
+            let split = Split::compute(&batch(&[1, 2, 3], &times), by, high);
             assert_eq!(split.time().prefix.len(), 3);
         }
     }
