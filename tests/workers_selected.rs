@@ -267,7 +267,7 @@ fn sparse_selections_on_4_workers_conserve_every_row() {
     assert!(one.1 > 0, "out-of-order rows are late");
     assert_eq!(skewed(2, true), one);
     assert_eq!(skewed(4, true), one);
-    // In order: each batch's split writes no time prefix (`RoutedTime`), nothing is late.
+    // In order: nothing is late.
     let one = skewed(1, false);
     assert_eq!(one, (10_000, 0));
     assert_eq!(skewed(2, false), one);

@@ -1,8 +1,7 @@
 //! `spillway bench --workers N`: query (b) on 1 and on N engine workers over key shards,
 //! each worker a thread with its own `Engine` and its own `Router`, over the same
-//! pre-generated batches, shared: every worker reads every batch and takes the rows of
-//! its shards itself, as in a live run (generation excluded from the wall
-//! time; each batch's split by shard, computed once by the first worker to read it,
+//! pre-generated batches, shared: every worker reads every batch and keeps the rows of its
+//! shards itself, as in a live run (generation excluded from the wall time, selection
 //! included). Prints the throughput of each and the line
 //! `scaling: N workers = X.XXx of 1` (wall time). On a shared machine wall time measures
 //! the neighbours too, so each worker's own CPU time (Linux `schedstat`) is reported as
@@ -17,7 +16,6 @@ use crate::core::batch::Batch;
 use crate::core::schema::Nanos;
 use crate::runtime::assemble::engine_for;
 use crate::runtime::clock::WallClock;
-use crate::runtime::workers::split::Dispatched;
 use crate::runtime::workers::{Sharded, offer};
 use crate::spec::Workload;
 
@@ -34,34 +32,24 @@ fn thread_cpu() -> Nanos {
 
 /// Wall time for `workers` worker threads to run every batch through query (b) and emit,
 /// the CPU time of the busiest worker and of all workers together. Every worker reads every batch (shared, as the
-/// live coordinator hands them out) and takes its own rows itself (`workers::offer`):
-/// the split by shard is inside the wall time.
+/// live coordinator hands them out) and keeps its own rows itself (`workers::offer`):
+/// that selection is inside the wall time.
 fn run(
     w: &Workload,
     batches: &[Arc<Batch>],
     workers: usize,
 ) -> Result<(Nanos, Nanos, Nanos), Failure> {
     let sharded = Sharded::new(workers, 64, || engine_for(w)).map_err(|e| anyhow::anyhow!(e))?;
-    // Fresh per run, as the coordinator makes one per batch: each batch's split by shard is
-    // computed inside the timed run, by the first worker to read it. Each worker gets its
-    // own handles, as from its channel, and drops each after use, so a split's memory is
-    // freed (and reused) once every worker is past it, as in a live run.
-    let batches: Vec<Arc<Dispatched>> = (batches.iter())
-        .map(|b| Arc::new(Dispatched::new(Arc::clone(b))))
-        .collect();
-    let mut inputs: Vec<Vec<Arc<Dispatched>>> = (0..workers).map(|_| batches.clone()).collect();
-    drop(batches);
     let clock = WallClock::start();
     let start = clock.since_start();
     let (rows, cpu, total) = std::thread::scope(|s| {
         let handles: Vec<_> = (sharded.engines.into_iter().zip(sharded.routers))
             .map(|(mut engine, mut router)| {
-                let batches = inputs.pop().unwrap_or_default();
                 s.spawn(move || {
                     let cpu = thread_cpu();
                     let mut rows = 0usize;
                     for b in batches {
-                        offer(&mut engine, &mut router, 0, &b);
+                        offer(&mut engine, &mut router, 0, b);
                         while engine.run_turn(0).is_some() {}
                         engine.emit(0, |e| rows += e.batch.len());
                     }

@@ -139,25 +139,17 @@ impl ShardFilter {
 /// these, so windows close and rows are late exactly as on one worker.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct RoutedTime {
-    /// Per row of the routed batch: (largest time so far, its arrival). Empty when that is
-    /// every row's own time and arrival: the batch's times rise strictly, from above the
-    /// stream's largest time before it (an in-order stream), so nothing need be written.
+    /// Per row of the routed batch: (largest time so far, its arrival).
     pub prefix: Vec<(i64, Nanos)>,
     /// The largest time over the stream at the end of the batch, and its arrival.
     pub tail: (i64, Nanos),
 }
 
 impl RoutedTime {
-    /// The entries of the rows `sel` (ascending) keep, for a batch a drop point cut (an
-    /// empty prefix stays empty: the kept rows' times still rise strictly).
+    /// The entries of the rows `sel` (ascending) keep, for a batch a drop point cut.
     pub fn gather(&self, sel: &[u32]) -> RoutedTime {
-        let prefix = if self.prefix.is_empty() {
-            Vec::new()
-        } else {
-            sel.iter().map(|&i| self.prefix[i as usize]).collect()
-        };
         RoutedTime {
-            prefix,
+            prefix: sel.iter().map(|&i| self.prefix[i as usize]).collect(),
             tail: self.tail,
         }
     }

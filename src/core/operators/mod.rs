@@ -323,8 +323,6 @@ impl Pipeline {
                 if let Some(r) = routed {
                     if !input.is_empty() {
                         let prefix = match input.sel {
-                            // Every row's own time (an in-order batch: `RoutedTime`).
-                            _ if r.prefix.is_empty() => None,
                             Some(sel) => {
                                 self.prefix.clear();
                                 (self.prefix).extend(sel.iter().map(|&i| r.prefix[i as usize]));

@@ -25,7 +25,6 @@ use super::Sharded;
 use super::collect::Collector;
 use super::inbox::{Coordinator, send_change, serve};
 use super::report::merge_history;
-use super::split::Dispatched;
 use super::worker::{FromWorker, ToWorker, Worker, WorkerEnd};
 use crate::core::schema::Nanos;
 use crate::runtime::clock::WallClock;
@@ -179,7 +178,7 @@ pub fn run_live_workers(
                                 b.arrival.iter_mut().for_each(|a| *a = now);
                             }
                             // Shared: each worker keeps its rows of a routed stream.
-                            let b = Arc::new(Dispatched::from(b));
+                            let b = Arc::new(b);
                             broadcast(&txs, &|| ToWorker::Batch(stream, Arc::clone(&b)));
                             moved = true;
                         }

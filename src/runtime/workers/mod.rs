@@ -1,8 +1,7 @@
 //! N engine workers over key shards (`docs/workers.md`). Every worker owns a whole
 //! `Engine` over every query. A stream whose queries all share one key column is routed by
-//! shard (`route`): every worker reads each batch (shared) and ingests only its rows, with
-//! the stream's event time in band; the batch's split by shard is computed once, by the
-//! first worker to read it (`split`). Any other stream is offered whole to every worker (the batch is
+//! shard (`route`): every worker reads each batch (shared) and keeps only its rows, with
+//! the stream's event time in band; no thread splits batches for the others. Any other stream is offered whole to every worker (the batch is
 //! shared, never copied), and a keyed query keeps only its worker's key shards in its
 //! pipeline, as a second filter, so its watermark still moves over every row in order.
 //! Either way each group lives on exactly one worker. A query without a plain-column key
@@ -30,7 +29,6 @@ pub mod publish;
 pub mod report;
 pub mod route;
 pub mod sim;
-pub mod split;
 #[cfg(feature = "shell")]
 mod worker;
 
@@ -40,7 +38,6 @@ use crate::core::batch::Batch;
 use crate::core::engine::{Engine, shard_column};
 use crate::core::shard::ShardMap;
 use route::{Route, Router};
-use split::Dispatched;
 
 /// Where one query runs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -121,7 +118,7 @@ impl Sharded {
     /// Offers `batch` of `stream` to every worker, shared: each keeps its rows of a
     /// routed stream, or takes the whole batch of any other.
     pub fn ingest(&mut self, stream: usize, batch: Batch) {
-        let batch = Dispatched::from(batch);
+        let batch = Arc::new(batch);
         for (e, r) in self.engines.iter_mut().zip(&mut self.routers) {
             offer(e, r, stream, &batch);
         }
@@ -136,19 +133,15 @@ impl Sharded {
     }
 }
 
-/// Whether a worker queues its rows of a routed batch in place (a selection of the shared
-/// batch) rather than a copy of them. Measured on query (b) on 2 quiet cores, in place
-/// was slower (docs/workers.md); likely because each worker's pipeline then touches
-/// every cache line of the whole batch and evaluates its WHERE over every row.
-const IN_PLACE: bool = false;
-
 /// Offers a shared `batch` of `stream` to one worker's engine through its router: its own
-/// rows of a routed stream (a copy, or in place as a selection of the shared batch:
-/// `IN_PLACE`; nothing when it owns none), the whole batch of any other.
-pub fn offer(engine: &mut Engine, router: &mut Router, stream: usize, batch: &Dispatched) {
+/// rows of a routed stream (nothing when it owns none), the whole batch of any other.
+pub fn offer(engine: &mut Engine, router: &mut Router, stream: usize, batch: &Arc<Batch>) {
     match router.select(stream, batch) {
-        Some((own, time)) if IN_PLACE => engine.ingest_selected(stream, &batch.batch, own, time),
-        Some((own, time)) => engine.ingest_gathered(stream, &batch.batch, own, time),
-        None => engine.ingest_shared(stream, Arc::clone(&batch.batch)),
+        Some((own, time)) => {
+            if !own.is_empty() {
+                engine.ingest_routed(stream, Arc::new(own), Some(Arc::new(time)));
+            }
+        }
+        None => engine.ingest_shared(stream, Arc::clone(batch)),
     }
 }

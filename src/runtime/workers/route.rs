@@ -3,23 +3,20 @@
 //! is shared (one `Arc`) with every worker, and each worker's `Router` keeps its own rows,
 //! with the stream's event time those rows cannot see (`RoutedTime`: per row, the largest
 //! time so far over the whole stream; at the end, the batch's). Nothing splits batches
-//! serially before the workers: the first worker to read a batch hashes its key column
-//! once for all (`split`), and each worker takes its rows from that (`workers::offer`).
-//! Any other stream is offered whole to every worker, each
+//! serially before the workers: each hashes the key column and copies only its rows, in
+//! parallel with the others. Any other stream is offered whole to every worker, each
 //! keeping its shards in its pipeline.
 //!
 //! Invariant: a routed stream's rows are kept by exactly one worker each, in input order,
 //! and every row's watermark is the one a single engine would have had at that row.
 
-use std::sync::Arc;
-
+use crate::core::batch::{Batch, Column};
 use crate::core::engine::Engine;
 use crate::core::plan::{PlanBody, TimeSource};
-use crate::core::schema::Nanos;
-use crate::core::shard::{RoutedTime, ShardMap};
+use crate::core::schema::{DataType, Nanos};
+use crate::core::shard::{RoutedTime, ShardMap, key_hash_float, key_hash_int, key_hash_str};
 
 use super::Placement;
-use super::split::{Dispatched, Split, SplitBy};
 
 /// How one stream's batches reach the workers.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -30,22 +27,20 @@ pub enum Route {
     Broadcast,
 }
 
-/// One worker's side of routing: it reads every batch of a routed stream (shared) and
-/// picks its own rows of it, with their `RoutedTime`. The
-/// batch's split (`split::Split`: each row's owner, the time prefix) is computed once per
-/// batch, by whichever worker reads it first; the others read it. One per worker (it
-/// carries each stream's largest time so far, which every worker holds identically since
-/// each reads every batch).
+/// One worker's side of routing: it reads every batch of a routed stream (shared, never
+/// copied by anyone else) and keeps its own rows, with their `RoutedTime`. Every worker
+/// selects for itself, in parallel: nothing splits batches serially before the workers.
+/// One per worker (it carries each stream's largest time so far, which every worker
+/// computes identically since each reads every batch).
 #[derive(Clone, Debug)]
 pub struct Router {
     routes: Vec<Route>,
+    types: Vec<Vec<DataType>>,
     /// Per stream: the largest time seen so far and its arrival.
     high: Vec<(i64, Nanos)>,
-    /// Per virtual shard: the worker that owns it.
-    owner: Vec<u16>,
-    /// This worker.
-    me: usize,
-    /// This worker's rows of the batch at hand (reused: no allocation per batch).
+    /// Per virtual shard: whether this worker owns it.
+    owned: Vec<bool>,
+    /// This worker's rows of the batch being selected.
     sel: Vec<u32>,
 }
 
@@ -90,10 +85,12 @@ impl Router {
     ) -> Router {
         let routes = routes(engine, placement, workers);
         Router {
+            types: (0..routes.len())
+                .map(|s| engine.stream_schema(s).types())
+                .collect(),
             high: vec![(i64::MIN, 0); routes.len()],
             routes,
-            owner: (0..map.shards()).map(|s| map.owner(s) as u16).collect(),
-            me,
+            owned: (0..map.shards()).map(|s| map.owner(s) == me).collect(),
             sel: Vec::new(),
         }
     }
@@ -102,28 +99,80 @@ impl Router {
         self.routes[stream]
     }
 
-    /// This worker's rows of `batch` of `stream` (ascending; empty when it owns none) and
-    /// the stream's time at every row of the batch; `None` for a broadcast stream, which
-    /// the worker takes whole. Every batch of a routed stream must pass here, in order,
-    /// even when the worker keeps none of its rows: the batch's time still moves the
-    /// stream's.
-    pub fn select<'a>(
-        &'a mut self,
-        stream: usize,
-        batch: &'a Dispatched,
-    ) -> Option<(&'a [u32], &'a Arc<RoutedTime>)> {
+    /// This worker's rows of `batch` of `stream` and their `RoutedTime` (an empty batch
+    /// when it owns none of them); `None` for a broadcast stream, which the worker takes
+    /// whole. Every batch of a routed stream must pass here, in order, even when the
+    /// worker keeps none of its rows: the batch's time still moves the stream's.
+    pub fn select(&mut self, stream: usize, batch: &Batch) -> Option<(Batch, RoutedTime)> {
         let Route::Split { column, time } = self.routes[stream] else {
             return None;
         };
-        let by = SplitBy {
-            column,
-            time,
-            owner: &self.owner,
+        let times: &[i64] = match time {
+            TimeSource::Column(c) => match &batch.columns[c] {
+                Column::Int(v) => v,
+                other => unreachable!("time column {other:?}"),
+            },
+            TimeSource::Arrival => &batch.arrival,
         };
-        let high = self.high[stream];
-        let split = batch.split_with(|| Split::compute(&batch.batch, by, high));
-        self.high[stream] = split.time().tail;
-        split.rows_of(self.me, &mut self.sel);
-        Some((&self.sel, split.time()))
+        let n = batch.len();
+        // Written for every row, kept (`j` moves on) for owned ones: no branch on the
+        // owner, which is a coin toss the branch predictor cannot learn.
+        self.sel.clear();
+        self.sel.resize(n, 0);
+        let mut prefix = vec![(0, 0); n];
+        let mut high = self.high[stream];
+        let arrival = &batch.arrival;
+        let (sel, owned) = (&mut self.sel[..], &self.owned[..]);
+        let kept = match &batch.columns[column] {
+            Column::Int(v) => keep_owned(owned, times, arrival, &mut high, sel, &mut prefix, |i| {
+                key_hash_int(v[i])
+            }),
+            Column::Float(v) => {
+                keep_owned(owned, times, arrival, &mut high, sel, &mut prefix, |i| {
+                    key_hash_float(v[i])
+                })
+            }
+            Column::Bool(v) => {
+                keep_owned(owned, times, arrival, &mut high, sel, &mut prefix, |i| {
+                    key_hash_int(i64::from(v[i]))
+                })
+            }
+            Column::Str(v) => keep_owned(owned, times, arrival, &mut high, sel, &mut prefix, |i| {
+                key_hash_str(&v[i])
+            }),
+        };
+        self.high[stream] = high;
+        self.sel.truncate(kept);
+        prefix.truncate(kept);
+        let mut b = Batch::new(&self.types[stream], kept);
+        b.gather_from(batch, &self.sel);
+        Some((b, RoutedTime { prefix, tail: high }))
     }
+}
+
+/// Writes every row's index and its time prefix at `sel[j]`, `prefix[j]`, moving `j` on
+/// only for rows whose key's hash (`hash(row)`) falls in an owned shard; returns how many
+/// were kept.
+fn keep_owned(
+    owned: &[bool],
+    times: &[i64],
+    arrival: &[Nanos],
+    high: &mut (i64, Nanos),
+    sel: &mut [u32],
+    prefix: &mut [(i64, Nanos)],
+    hash: impl Fn(usize) -> u64,
+) -> usize {
+    let mask = (owned.len() - 1) as u64;
+    let mut j = 0;
+    let mut h = *high;
+    for (i, (&t, &a)) in times.iter().zip(arrival).enumerate() {
+        if t > h.0 {
+            h = (t, a);
+        }
+        sel[j] = i as u32;
+        prefix[j] = h;
+        j += usize::from(owned[(hash(i) & mask) as usize]);
+    }
+    *high = h;
+    j
 }

@@ -16,7 +16,6 @@ use hdrhistogram::Histogram;
 use super::changes::{WorkerChange, apply_part};
 use super::offer;
 use super::route::Router;
-use super::split::Dispatched;
 use crate::core::batch::Batch;
 use crate::core::engine::{Engine, Removal};
 use crate::core::operators::ResultApprox;
@@ -29,8 +28,8 @@ use crate::spec::{Flow, Policy, Workload};
 
 /// What the coordinator sends a worker, in order.
 pub(super) enum ToWorker {
-    /// A whole batch of a stream, shared by every worker (with its split by shard).
-    Batch(usize, Arc<Dispatched>),
+    /// A whole batch of a stream, shared by every worker.
+    Batch(usize, Arc<Batch>),
     Malformed(usize, u64),
     /// Frontier marker: tick at `at` with these per-stream frontiers.
     Tick {
