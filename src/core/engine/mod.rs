@@ -15,6 +15,7 @@ use std::sync::Arc;
 mod access;
 mod history;
 mod manage;
+mod selected;
 mod shard;
 mod shared;
 

@@ -77,6 +77,11 @@ impl StreamShare {
         self.dirty = true;
     }
 
+    /// Whether no query's input is filtered by the index (none is built).
+    pub(super) fn is_idle(&self) -> bool {
+        self.index.is_empty()
+    }
+
     /// Evaluates the members' indexed conjuncts over `batch`.
     pub(super) fn route(&mut self, batch: &Batch) {
         if !self.index.is_empty() {
