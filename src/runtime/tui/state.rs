@@ -398,7 +398,9 @@ impl State {
             }
             Key::Faster | Key::Slower => {
                 let f = if k == Key::Faster { FASTER } else { SLOWER };
-                self.rate_scale *= f;
+                // The same clamp as the shared scale, so the header shows what sources use.
+                let (lo, hi) = crate::runtime::controls::SCALE_BOUNDS;
+                self.rate_scale = (self.rate_scale * f).clamp(lo, hi);
                 let text = format!("rate x{:.2} (by hand)", self.rate_scale);
                 self.log(self.elapsed(), LogKind::Info, text);
                 return Some(Command::ScaleRate(f));

@@ -247,6 +247,16 @@ fn keys_select_pause_help_and_ask_the_run() {
         Some(Command::ScaleRate(1.25))
     );
     assert!((s.rate_scale - 1.5625).abs() < 1e-12);
+    // The header shows the scale sources use: clamped as the shared scale is.
+    let mut capped = started();
+    let shared = crate::runtime::controls::RateScale::new();
+    for _ in 0..100 {
+        if let Some(Command::ScaleRate(f)) = capped.apply(Msg::Key(Key::Faster)) {
+            shared.scale_by(f);
+        }
+    }
+    assert_eq!(capped.rate_scale, shared.get());
+    assert_eq!(capped.rate_scale, crate::runtime::controls::SCALE_BOUNDS.1);
     assert_eq!(
         s.apply(Msg::Key(Key::Slower)),
         Some(Command::ScaleRate(0.8))
