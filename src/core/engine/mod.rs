@@ -29,7 +29,7 @@ use super::drop::{DropPoint, DropReason};
 use super::indexset::IndexSet;
 pub use super::ingest::{DropRules, ValueObserver};
 use super::ingest::{add, diff, loss_kind, mix, observe, observe_rows, share_left};
-use super::operators::{LossKind, Output, Pipeline, ResultApprox};
+use super::operators::{LossKind, Output, Pipeline, ResultApprox, TimeSpans};
 use super::plan::QueryPlan;
 use super::queue::{Admit, InputQueue, Queued};
 use super::scheduler::{QueueView, Scheduler, SchedulerKind};
@@ -305,12 +305,15 @@ impl Engine {
         let stream_loss = loss_kind(&stream_shed, stream_keep);
         s.shared.route(&batch);
         let (types, empty) = (&s.types, &s.empty);
+        // Each batch's time range, found once for all its windowed readers' loss accounting.
+        let (mut offered_spans, mut shared_spans) = (TimeSpans::new(), TimeSpans::new());
         for &qi in &s.readers {
             let q = &mut self.queries[qi];
             q.stats.offered += n;
             add(&mut q.stats.dropped, &stream_shed);
             if let (Some(o), Some(kind)) = (&offered, stream_loss) {
-                q.pipeline.note_lost(o, &self.stream_sel, kind);
+                q.pipeline
+                    .note_lost_spanned(o, &self.stream_sel, kind, &mut offered_spans);
             }
             if batch.is_empty() {
                 continue;
@@ -320,6 +323,7 @@ impl Engine {
             let (narrowed, skipped) = s.shared.narrow(qi, &batch, time.as_ref(), types);
             q.stats.processed += skipped;
             let prefiltered = !matches!(narrowed, shared::Narrowed::Whole { prefiltered: false });
+            let whole = matches!(narrowed, shared::Narrowed::Whole { .. });
             let (batch, time) = match narrowed {
                 shared::Narrowed::Whole { .. } => (batch.clone(), time.clone()),
                 shared::Narrowed::Nothing => continue,
@@ -345,7 +349,9 @@ impl Engine {
             if kept_rows < batch.len()
                 && let Some(kind) = loss_kind(&query_shed, q.drop.random_keep())
             {
-                q.pipeline.note_lost(&batch, &self.sel, kind);
+                let mut own = TimeSpans::new();
+                let spans = if whole { &mut shared_spans } else { &mut own };
+                q.pipeline.note_lost_spanned(&batch, &self.sel, kind, spans);
             }
             let item = Queued {
                 batch: kept,

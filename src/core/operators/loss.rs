@@ -133,8 +133,19 @@ impl WindowLoss {
 
     /// Counts the rows of `batch` not in `kept` (ascending row indices) as lost to the
     /// windows still open after `closed`, lost for reason `kind`.
-    pub fn note_lost(&mut self, batch: &Batch, kept: &[u32], kind: LossKind, closed: i64) {
+    /// `spans` holds the batch's time range per time source, computed by the first reader
+    /// that needs it: a batch shared by many windowed queries is scanned once, not once per
+    /// query (that scan was most of the engine's ingest under a heavy stream drop).
+    pub fn note_lost(
+        &mut self,
+        batch: &Batch,
+        kept: &[u32],
+        kind: LossKind,
+        closed: i64,
+        spans: &mut TimeSpans,
+    ) {
         self.armed = true;
+        let span = spans.of(self.time, batch);
         let mut runs = self.runs(closed);
         let tallies = &mut self.tallies;
         let mut add = |start: i64, n: u64| {
@@ -146,10 +157,13 @@ impl WindowLoss {
             }
         };
         let ts = times(self.time, batch);
-        if kept.is_empty() {
-            // The whole batch was lost (the usual case: drop points drop whole batches).
-            runs.push_all(ts, &mut add);
-        } else if let Some(lo) = runs.one_slice(ts) {
+        let one_slice = span.and_then(|(lo, hi)| runs.one_slice_of([lo, hi].into_iter()));
+        if let (true, Some(lo)) = (kept.is_empty(), one_slice) {
+            // The whole batch was lost inside one slice (the usual case): one count.
+            runs.push_run(lo, ts.len() as u64, &mut add);
+        } else if kept.is_empty() {
+            ts.iter().for_each(|&t| runs.push(t, &mut add));
+        } else if let Some(lo) = one_slice {
             // A per-tuple drop inside one slice: one count, no walk over the rows.
             runs.push_run(lo, (ts.len() - kept.len()) as u64, &mut add);
         } else {
@@ -275,6 +289,44 @@ impl WindowLoss {
     }
 }
 
+/// The smallest and largest time of one batch per time source, computed once per batch
+/// and shared by every reader that accounts loss for it. Valid for one batch only: the
+/// caller makes a new one (or `clear`s it) for the next.
+#[derive(Debug, Default)]
+pub struct TimeSpans {
+    known: [(Option<TimeSource>, i64, i64); 4],
+}
+
+impl TimeSpans {
+    pub fn new() -> TimeSpans {
+        TimeSpans::default()
+    }
+
+    /// Forgets every span (the next batch is another one).
+    pub fn clear(&mut self) {
+        self.known = Default::default();
+    }
+
+    /// `(min, max)` of `batch`'s times from `time`; `None` for an empty batch.
+    fn of(&mut self, time: TimeSource, batch: &Batch) -> Option<(i64, i64)> {
+        if let Some(&(_, lo, hi)) = self.known.iter().find(|k| k.0 == Some(time)) {
+            return Some((lo, hi));
+        }
+        let ts = times(time, batch);
+        if ts.is_empty() {
+            return None;
+        }
+        // Branch-free: no early exit, so the loop runs at a compare and a move per time.
+        let (lo, hi) = ts
+            .iter()
+            .fold((i64::MAX, i64::MIN), |(lo, hi), &t| (lo.min(t), hi.max(t)));
+        if let Some(slot) = self.known.iter_mut().find(|k| k.0.is_none()) {
+            *slot = (Some(time), lo, hi);
+        }
+        Some((lo, hi))
+    }
+}
+
 fn times(time: TimeSource, batch: &Batch) -> &[i64] {
     match time {
         TimeSource::Column(i) => match &batch.columns[i] {
@@ -361,6 +413,27 @@ mod tests {
     use std::collections::BTreeMap;
 
     use super::*;
+
+    #[test]
+    fn time_spans_give_each_sources_min_and_max_once_per_batch() {
+        let mut b = Batch::new(&[DataType::Timestamp], 4);
+        for (arrival, t) in [(5, 40), (6, 10), (7, 30)] {
+            b.arrival.push(arrival);
+            if let Column::Int(v) = &mut b.columns[0] {
+                v.push(t);
+            }
+        }
+        let mut spans = TimeSpans::new();
+        assert_eq!(spans.of(TimeSource::Column(0), &b), Some((10, 40)));
+        assert_eq!(spans.of(TimeSource::Arrival, &b), Some((5, 7)));
+        // Kept for the batch it was computed on: another reader of it scans nothing.
+        b.arrival[0] = 0;
+        assert_eq!(spans.of(TimeSource::Arrival, &b), Some((5, 7)));
+        spans.clear();
+        assert_eq!(spans.of(TimeSource::Arrival, &b), Some((0, 7)));
+        let empty = Batch::new(&[], 0);
+        assert_eq!(TimeSpans::new().of(TimeSource::Arrival, &empty), None);
+    }
     use crate::core::schema::{DataType, Scalar};
 
     fn loss(size: i64, slide: i64) -> WindowLoss {
@@ -439,7 +512,7 @@ mod tests {
                 for (i, &t) in ts.iter().enumerate() {
                     naive.note(t, size, slide, closed, !kept.contains(&(i as u32)));
                 }
-                l.note_lost(&b, &kept, LossKind::Unscaled, closed);
+                l.note_lost(&b, &kept, LossKind::Unscaled, closed, &mut TimeSpans::new());
                 let kb = batch(&kept.iter().map(|&i| ts[i as usize]).collect::<Vec<_>>());
                 l.count_kept(Rows::all(&kb), closed);
                 now += advance * 3;

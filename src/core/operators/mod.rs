@@ -30,7 +30,7 @@ mod tests_state;
 mod window;
 
 pub use approx::{ColumnApprox, Output, ResultApprox};
-pub use loss::LossKind;
+pub use loss::{LossKind, TimeSpans};
 pub use window::{GroupSink, WindowAggregate};
 
 use aggregate::Aggregate;
@@ -145,9 +145,21 @@ impl Pipeline {
     /// query before reaching it, for reason `kind`. Only a windowed pipeline keeps
     /// anything: its rows must say what they lost.
     pub fn note_lost(&mut self, batch: &Batch, kept: &[u32], kind: LossKind) {
+        self.note_lost_spanned(batch, kept, kind, &mut TimeSpans::new());
+    }
+
+    /// `note_lost` with the time spans of `batch` shared with its other readers (the
+    /// engine's fan-out computes each batch's span once for all of them).
+    pub fn note_lost_spanned(
+        &mut self,
+        batch: &Batch,
+        kept: &[u32],
+        kind: LossKind,
+        spans: &mut TimeSpans,
+    ) {
         if let Body::Aggregate(a) = &mut self.body {
             let closed = a.op.closed();
-            a.loss.note_lost(batch, kept, kind, closed);
+            a.loss.note_lost(batch, kept, kind, closed, spans);
         }
     }
 
