@@ -35,6 +35,11 @@ pub struct SoakArgs {
     /// Keep another core busy with a spinning thread (the "other core busy" run).
     #[arg(long)]
     pub busy_neighbour: bool,
+    /// Scale the shapes to this capacity (tuples/s, e.g. 3.5e6) instead of probing it before
+    /// each shape: the probe reads this 2-core machine with a spread of up to 1.9x from run
+    /// to run, so A/B comparisons of two builds should fix it.
+    #[arg(long, value_name = "TUPLES_PER_S", value_parser = parse_capacity)]
+    pub capacity: Option<f64>,
     /// The memory soak instead of the shapes: a 10x overload for --duration (use 10m)
     /// under --policy, printing RSS over time, p99 per minute and the ledger
     /// (`soak_memory.rs`).
@@ -55,6 +60,17 @@ fn probe_text(name: &str) -> String {
             .replace("flow: push", "flow: pull")
     } else {
         workload("unlimited", name == "7x-hop")
+    }
+}
+
+/// `--capacity`: a positive, finite rate of at most `MAX_RATE / 10` (the 10x memory soak
+/// must stay a valid rate).
+fn parse_capacity(text: &str) -> Result<f64, String> {
+    let max = crate::spec::MAX_RATE / 10.0;
+    match text.trim().parse::<f64>() {
+        Ok(c) if c.is_finite() && c >= 1.0 && c <= max => Ok(c),
+        Ok(_) => Err(format!("a capacity is 1 to {max:e} tuples/s")),
+        Err(e) => Err(format!("not a number of tuples/s: {e}")),
     }
 }
 
@@ -204,7 +220,10 @@ pub fn soak(args: SoakArgs) -> Result<ExitCode, Failure> {
         // peak before the soak began). The bound does not change the capacity it measures
         // (busy time per tuple processed).
         let probe = super::soak_memory::as_a_user_runs(&workload("unlimited", false));
-        let cap = capacity(&probe)?;
+        let cap = match args.capacity {
+            Some(c) => c,
+            None => capacity(&probe)?,
+        };
         return super::soak_memory::memory_soak(args.duration, policy, cap, |r| {
             super::soak_memory::as_a_user_runs(&workload(r, false))
         });
@@ -248,7 +267,10 @@ pub fn soak(args: SoakArgs) -> Result<ExitCode, Failure> {
     let mut failed = Vec::new();
     for name in &shapes {
         let d = args.duration;
-        let cap = capacity(&probe_text(name))?;
+        let cap = match args.capacity {
+            Some(c) => c,
+            None => capacity(&probe_text(name))?,
+        };
         let (text, surges) = shape(name, cap, d).expect("known shape");
         let w = spec::parse(&text, "<soak>").map_err(|e| anyhow::anyhow!("{e}"))?;
         let engine = engine_for(&w).map_err(|e| anyhow::anyhow!(e))?;
@@ -336,5 +358,21 @@ pub fn soak(args: SoakArgs) -> Result<ExitCode, Failure> {
             eprintln!("spillway soak: FAILED {f}");
         }
         Ok(ExitCode::from(1))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_capacity;
+
+    #[test]
+    fn a_fixed_capacity_is_a_positive_finite_rate_within_the_rate_bound() {
+        assert_eq!(parse_capacity("3.5e6"), Ok(3.5e6));
+        assert_eq!(parse_capacity("1"), Ok(1.0));
+        for bad in ["0", "-3", "inf", "NaN", "1e9"] {
+            let e = parse_capacity(bad).unwrap_err();
+            assert!(e.contains("a capacity is 1 to"), "{bad}: {e}");
+        }
+        assert!(parse_capacity("fast").unwrap_err().contains("not a number"));
     }
 }

@@ -46,6 +46,7 @@ mod tests_sql;
 
 use std::path::Path;
 
+pub use build_stream::MAX_RATE;
 pub use config::{
     EngineConfig, ExperimentConfig, FlowConfig, GeneratorConfig, QosConfig, QueryConfig,
     RetainConfig, SchedulerConfig, SinkConfig, SourceConfig, StreamConfig, ValueConfig,
