@@ -13,6 +13,7 @@ mod ingest;
 pub mod operators;
 pub mod plan;
 pub mod queue;
+pub mod recycle;
 pub mod retain;
 pub mod rows;
 pub mod scheduler;

@@ -32,6 +32,7 @@ use super::ingest::{add, diff, loss_kind, mix, observe, observe_rows, share_left
 use super::operators::{LossKind, Output, Pipeline, ResultApprox, TimeSpans};
 use super::plan::QueryPlan;
 use super::queue::{Admit, InputQueue, Queued};
+use super::recycle::BatchRing;
 use super::scheduler::{QueueView, Scheduler, SchedulerKind};
 use super::schema::{DataType, Nanos, Schema};
 use super::shard::RoutedTime;
@@ -101,6 +102,8 @@ struct StreamState {
     empty: Arc<Batch>,
     /// The predicate index shared by the readers' filters (`shared.rs`).
     shared: shared::StreamShare,
+    /// Batches of the rows a partial stream keep kept, reused once their readers are done.
+    recycled: BatchRing,
 }
 
 #[derive(Debug)]
@@ -187,6 +190,7 @@ impl Engine {
                 malformed: 0,
                 retained: None,
                 shared: shared::StreamShare::default(),
+                recycled: BatchRing::new(),
             })
             .collect();
         let mut engine = Engine {
@@ -292,12 +296,14 @@ impl Engine {
         let batch = match s.drop.apply(&batch, &mut self.sel) {
             None => batch,
             Some(()) => {
-                let mut kept = Batch::new(&s.types, self.sel.len());
-                kept.gather_from(&batch, &self.sel);
+                let sel = &self.sel;
+                let kept = s
+                    .recycled
+                    .filled(&s.types, sel.len(), |k| k.gather_from(&batch, sel));
                 std::mem::swap(&mut self.stream_sel, &mut self.sel);
                 offered = Some(batch);
                 time = time.map(|t| Arc::new(t.gather(&self.stream_sel)));
-                Arc::new(kept)
+                kept
             }
         };
         let stream_keep = s.drop.random_keep();
