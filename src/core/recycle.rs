@@ -32,15 +32,14 @@ impl BatchRing {
         cap: usize,
         fill: impl FnOnce(&mut Batch),
     ) -> Arc<Batch> {
-        let reusable = self
+        let free = self
             .ring
             .front_mut()
             .is_some_and(|b| Arc::get_mut(b).is_some());
-        let mut out = match reusable {
-            true => self.ring.pop_front(),
-            false => None,
-        }
-        .unwrap_or_else(|| Arc::new(Batch::new(types, cap)));
+        let mut out = free
+            .then(|| self.ring.pop_front())
+            .flatten()
+            .unwrap_or_else(|| Arc::new(Batch::new(types, cap)));
         if let Some(b) = Arc::get_mut(&mut out) {
             b.clear();
             fill(b);

@@ -16,6 +16,9 @@ use crate::core::batch::{Batch, Column};
 use crate::core::plan::{AggregatePlan, TimeSource};
 use crate::core::rows::Rows;
 
+pub use super::loss_runs::TimeSpans;
+use super::loss_runs::{Runs, times};
+
 /// Why tuples were lost before reaching a window, which decides how its rows say so.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum LossKind {
@@ -289,151 +292,11 @@ impl WindowLoss {
     }
 }
 
-/// The smallest and largest time of one batch per time source, computed once per batch
-/// and shared by every reader that accounts loss for it. Valid for one batch only: the
-/// caller makes a new one (or `clear`s it) for the next.
-#[derive(Debug, Default)]
-pub struct TimeSpans {
-    known: [(Option<TimeSource>, i64, i64); 4],
-}
-
-impl TimeSpans {
-    pub fn new() -> TimeSpans {
-        TimeSpans::default()
-    }
-
-    /// Forgets every span (the next batch is another one).
-    pub fn clear(&mut self) {
-        self.known = Default::default();
-    }
-
-    /// `(min, max)` of `batch`'s times from `time`; `None` for an empty batch.
-    fn of(&mut self, time: TimeSource, batch: &Batch) -> Option<(i64, i64)> {
-        if let Some(&(_, lo, hi)) = self.known.iter().find(|k| k.0 == Some(time)) {
-            return Some((lo, hi));
-        }
-        let ts = times(time, batch);
-        if ts.is_empty() {
-            return None;
-        }
-        // Branch-free: no early exit, so the loop runs at a compare and a move per time.
-        let (lo, hi) = ts
-            .iter()
-            .fold((i64::MAX, i64::MIN), |(lo, hi), &t| (lo.min(t), hi.max(t)));
-        if let Some(slot) = self.known.iter_mut().find(|k| k.0.is_none()) {
-            *slot = (Some(time), lo, hi);
-        }
-        Some((lo, hi))
-    }
-}
-
-fn times(time: TimeSource, batch: &Batch) -> &[i64] {
-    match time {
-        TimeSource::Column(i) => match &batch.columns[i] {
-            Column::Int(v) => v,
-            other => unreachable!("time column {other:?}"),
-        },
-        TimeSource::Arrival => &batch.arrival,
-    }
-}
-
-/// Groups consecutive times of the same slice, so the tallies are touched once per run
-/// rather than once per tuple; a slice no open window holds (a late time) is skipped.
-struct Runs {
-    slice: i64,
-    slide: i64,
-    size: i64,
-    closed: i64,
-    run: Option<(i64, u64)>,
-}
-
-impl Runs {
-    fn slice_of(&self, t: i64) -> Option<i64> {
-        t.div_euclid(self.slice).checked_mul(self.slice)
-    }
-
-    fn push(&mut self, t: i64, add: &mut impl FnMut(i64, u64)) {
-        if let Some(key) = self.slice_of(t) {
-            self.push_run(key, 1, add);
-        }
-    }
-
-    fn push_run(&mut self, key: i64, n: u64, add: &mut impl FnMut(i64, u64)) {
-        match &mut self.run {
-            Some((k, m)) if *k == key => *m += n,
-            run => {
-                if let Some((k, m)) = run.replace((key, n)) {
-                    self.flush(k, m, add);
-                }
-            }
-        }
-    }
-
-    fn flush(&self, key: i64, n: u64, add: &mut impl FnMut(i64, u64)) {
-        // The last window holding this slice starts at its slide boundary.
-        let last = key.div_euclid(self.slide).saturating_mul(self.slide);
-        if n > 0 && last.saturating_add(self.size) > self.closed {
-            add(key, n);
-        }
-    }
-
-    /// The slice every time of `ts` falls in, if there is one (two comparisons per time).
-    fn one_slice(&self, ts: &[i64]) -> Option<i64> {
-        self.one_slice_of(ts.iter().copied())
-    }
-
-    /// `one_slice` of times given one by one (a selection's).
-    fn one_slice_of(&self, mut ts: impl Iterator<Item = i64>) -> Option<i64> {
-        let lo = self.slice_of(ts.next()?)?;
-        let hi = lo.checked_add(self.slice)?;
-        ts.all(|t| lo <= t && t < hi).then_some(lo)
-    }
-
-    /// `push` of every time in `ts`: a batch inside one slice (the usual case) costs two
-    /// comparisons per tuple and one division in all.
-    fn push_all(&mut self, ts: &[i64], add: &mut impl FnMut(i64, u64)) {
-        if let Some(lo) = self.one_slice(ts) {
-            self.push_run(lo, ts.len() as u64, add);
-            return;
-        }
-        for &t in ts {
-            self.push(t, add);
-        }
-    }
-
-    fn finish(&mut self, add: &mut impl FnMut(i64, u64)) {
-        if let Some((k, n)) = self.run.take() {
-            self.flush(k, n, add);
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use std::collections::BTreeMap;
 
     use super::*;
-
-    #[test]
-    fn time_spans_give_each_sources_min_and_max_once_per_batch() {
-        let mut b = Batch::new(&[DataType::Timestamp], 4);
-        for (arrival, t) in [(5, 40), (6, 10), (7, 30)] {
-            b.arrival.push(arrival);
-            if let Column::Int(v) = &mut b.columns[0] {
-                v.push(t);
-            }
-        }
-        let mut spans = TimeSpans::new();
-        assert_eq!(spans.of(TimeSource::Column(0), &b), Some((10, 40)));
-        assert_eq!(spans.of(TimeSource::Arrival, &b), Some((5, 7)));
-        // Kept for the batch it was computed on: another reader of it scans nothing.
-        b.arrival[0] = 0;
-        assert_eq!(spans.of(TimeSource::Arrival, &b), Some((5, 7)));
-        spans.clear();
-        assert_eq!(spans.of(TimeSource::Arrival, &b), Some((0, 7)));
-        let empty = Batch::new(&[], 0);
-        assert_eq!(TimeSpans::new().of(TimeSource::Arrival, &empty), None);
-    }
     use crate::core::schema::{DataType, Scalar};
 
     fn loss(size: i64, slide: i64) -> WindowLoss {

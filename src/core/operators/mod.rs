@@ -14,6 +14,7 @@ mod aggregate;
 mod approx;
 mod interner;
 mod loss;
+mod loss_runs;
 mod scaling;
 #[cfg(test)]
 mod tests;
