@@ -36,6 +36,7 @@ fn run(case: &Case, batch_size: usize, scheduler: SchedulerKind) -> Vec<Vec<Scal
         }],
         EngineConfig {
             queue_capacity: 1 << 20,
+            queue_memory: usize::MAX,
             scheduler,
             seed: 0,
         },

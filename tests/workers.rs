@@ -33,6 +33,7 @@ fn engine(case: &Case) -> Engine {
         }],
         EngineConfig {
             queue_capacity: 1 << 20,
+            queue_memory: usize::MAX,
             scheduler: SchedulerKind::RoundRobin,
             seed: 0,
         },

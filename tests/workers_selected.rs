@@ -51,6 +51,7 @@ fn engine() -> Engine {
     };
     let config = EngineConfig {
         queue_capacity: 1 << 20,
+        queue_memory: usize::MAX,
         scheduler: SchedulerKind::RoundRobin,
         seed: 3,
     };

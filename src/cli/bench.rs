@@ -56,7 +56,7 @@ fn workload_yaml(tuples: u64, batch_size: usize, sql: &str) -> String {
     format!(
         r#"name: bench-end-to-end
 seed: 7
-engine: {{batch_size: {batch_size}, queue_capacity: 100000000}}
+engine: {{batch_size: {batch_size}, queue_capacity: 100000000, queue_memory: 64GiB}}
 streams:
   readings:
     schema: {{sensor: int, temp: float, ts: timestamp}}

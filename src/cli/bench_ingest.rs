@@ -25,7 +25,7 @@ use crate::runtime::stop::{StopHandle, StopReason};
 use crate::spec::{self, LineFormat, SourceKind, Workload};
 
 const WORKLOAD: &str = r#"name: bench-ingest
-engine: {batch_size: 1024, queue_capacity: 100000000}
+engine: {batch_size: 1024, queue_capacity: 100000000, queue_memory: 64GiB}
 streams:
   readings:
     schema: {sensor: int, temp: float, city: string, ts: timestamp}

@@ -20,7 +20,7 @@ const P99_TEMP: f64 = 31.63;
 fn many_yaml(n: usize) -> String {
     let mut y = format!(
         "name: bench-many-queries\nseed: 7\nengine: {{batch_size: 1024, queue_capacity: \
-         100000000, max_queries: {n}}}\nstreams:\n  readings:\n    schema: {{sensor: int, \
+         100000000, queue_memory: 64GiB, max_queries: {n}}}\nstreams:\n  readings:\n    schema: {{sensor: int, \
          temp: float, ts: timestamp}}\n    event_time: ts\n    rate: unlimited\n    count: 1\n    \
          fields:\n      sensor: {{uniform: {{min: 0, max: 999}}}}\n      temp: {{normal: {{mean: \
          20, stddev: 5}}}}\n      ts: {{sequence: {{start: 0, step: 1us}}}}\nqueries:\n"

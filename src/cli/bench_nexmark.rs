@@ -33,7 +33,7 @@ fn workload(sql: &str, batch_size: usize) -> Result<Workload, Failure> {
     let yaml = format!(
         r#"name: bench-nexmark
 seed: 7
-engine: {{batch_size: {batch_size}, queue_capacity: 100000000}}
+engine: {{batch_size: {batch_size}, queue_capacity: 100000000, queue_memory: 64GiB}}
 streams:
   bid:
     schema: {{auction: int, bidder: int, price: int, channel: string, date_time: timestamp}}

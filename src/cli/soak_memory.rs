@@ -18,6 +18,7 @@ use crate::runtime::observe::{Event, Observer, Observers, TickReport};
 use crate::spec::{self, Policy};
 
 const MINUTE: Nanos = 60_000_000_000;
+const MB: f64 = 1024.0 * 1024.0;
 /// The bound on resident memory.
 const RSS_GOAL_MB: f64 = 300.0;
 
@@ -26,6 +27,8 @@ struct Minute {
     rss_peak: f64,
     /// The most tuples queued over all queries at any tick.
     queued_peak: usize,
+    /// The most bytes the queues held at any tick (shared batches once).
+    held_peak: u64,
     p99: Vec<Histogram<u64>>,
     shed: u64,
 }
@@ -46,6 +49,7 @@ impl MemoryWatch {
             self.minutes.push(Minute {
                 rss_peak: 0.0,
                 queued_peak: 0,
+                held_peak: 0,
                 p99: self.targets.iter().map(|_| latency_histogram()).collect(),
                 shed: 0,
             });
@@ -67,17 +71,20 @@ impl Observer for MemoryWatch {
         let new_shed = shed.saturating_sub(self.shed_before);
         self.shed_before = shed;
         let queued: usize = t.control.qos.queries.iter().map(|q| q.queued).sum();
+        let held = t.control.qos.engine.queued_bytes;
         let m = self.minute(t.elapsed);
         m.rss_peak = m.rss_peak.max(rss);
         m.queued_peak = m.queued_peak.max(queued);
+        m.held_peak = m.held_peak.max(held);
         m.shed += new_shed;
         for (h, tick) in m.p99.iter_mut().zip(t.tick_latency) {
             let _ = h.add(*tick);
         }
         if t.elapsed >= self.next_print {
             eprintln!(
-                "  {:>5.0} s  RSS {rss:>6.1} MB  queued {queued}",
-                t.elapsed as f64 / 1e9
+                "  {:>7.2} s  RSS {rss:>6.1} MB  queued {queued} tuples, {:.1} MB",
+                t.elapsed as f64 / 1e9,
+                held as f64 / MB
             );
             self.next_print += 30_000_000_000;
         }
@@ -103,13 +110,14 @@ fn rss_mb() -> f64 {
         .map_or(0.0, |kb| kb / 1024.0)
 }
 
-/// The QoS soak lifts the queue bound (`queue_capacity: 100000000`) so that no queue-full
-/// loss hides a latency miss; with it, any stretch where the engine falls behind (a busy
-/// machine) parks its backlog in memory, up to gigabytes. The memory soak runs the workload
-/// as a user would, with the default bound (`engine.queue_capacity`, 1,000,000 tuples per
-/// query), so that resident memory measures the engine, not an unbounded backlog.
+/// The QoS soak lifts the queue bounds (`queue_capacity: 100000000, queue_memory: 64GiB`)
+/// so that no queue-full loss hides a latency miss; with them, any stretch where the engine
+/// falls behind (a busy machine) parks its backlog in memory, up to gigabytes. The memory
+/// soak runs the workload as a user would, with the default bounds (`engine.queue_capacity`,
+/// 1,000,000 tuples per query, and `engine.queue_memory`, 64 MiB for all queues), so that
+/// resident memory measures the engine, not an unbounded backlog.
 pub fn as_a_user_runs(workload: &str) -> String {
-    workload.replace(", queue_capacity: 100000000", "")
+    workload.replace(", queue_capacity: 100000000, queue_memory: 64GiB", "")
 }
 
 /// Runs the memory soak: `workload(rate)` is the soak's workload at a rate, `capacity`
@@ -149,10 +157,11 @@ pub fn memory_soak(
         &mut Observers::new(vec![&mut m]),
     )?;
     outln!(
-        "{:>6} {:>10} {:>12} {:>22} {:>14}",
+        "{:>6} {:>10} {:>12} {:>11} {:>22} {:>14}",
         "minute",
         "RSS peak",
         "queued peak",
+        "queue MB",
         "p99 agg / alert (ms)",
         "shed"
     );
@@ -171,10 +180,11 @@ pub fn memory_soak(
             }
         };
         outln!(
-            "{:>6} {:>7.1} MB {:>12} {:>22} {:>14}",
+            "{:>6} {:>7.1} MB {:>12} {:>11.1} {:>22} {:>14}",
             i + 1,
             min.rss_peak,
             min.queued_peak,
+            min.held_peak as f64 / MB,
             format!("{} {}", p(0), p(m.targets.len() - 1)),
             min.shed
         );
@@ -207,10 +217,15 @@ mod tests {
     fn the_memory_soak_runs_with_the_default_queue_bound() {
         let lifted = spec::parse(&workload("1000", false), "<soak>").unwrap();
         assert_eq!(lifted.engine.queue_capacity, 100_000_000);
+        assert_eq!(lifted.engine.queue_memory, 64 << 30);
         let w = spec::parse(&as_a_user_runs(&workload("1000", false)), "<soak>").unwrap();
         assert_eq!(
             w.engine.queue_capacity,
             spec::EngineSettings::default().queue_capacity
+        );
+        assert_eq!(
+            w.engine.queue_memory,
+            spec::EngineSettings::default().queue_memory
         );
         assert_eq!(w.queries.len(), lifted.queries.len());
     }

@@ -40,6 +40,22 @@ impl Column {
         self.len() == 0
     }
 
+    /// The heap bytes this column holds: its buffer's capacity, and for strings each
+    /// value's text and reference counts as if no other row shared it (an upper bound).
+    pub fn heap_bytes(&self) -> usize {
+        use std::mem::size_of;
+        match self {
+            Column::Int(v) => v.capacity() * size_of::<i64>(),
+            Column::Float(v) => v.capacity() * size_of::<f64>(),
+            Column::Str(v) => {
+                // An `Arc<str>` knows its length without a dereference.
+                let text: usize = v.iter().map(|s| s.len() + 2 * size_of::<usize>()).sum();
+                v.capacity() * size_of::<Arc<str>>() + text
+            }
+            Column::Bool(v) => v.capacity(),
+        }
+    }
+
     pub fn clear(&mut self) {
         match self {
             Column::Int(v) => v.clear(),
@@ -133,6 +149,13 @@ impl Batch {
 
     pub fn is_empty(&self) -> bool {
         self.arrival.is_empty()
+    }
+
+    /// The heap bytes the batch holds (`Column::heap_bytes`, arrival times included): what
+    /// keeping it queued costs in memory.
+    pub fn heap_bytes(&self) -> usize {
+        self.arrival.capacity() * std::mem::size_of::<Nanos>()
+            + self.columns.iter().map(Column::heap_bytes).sum::<usize>()
     }
 
     /// Empties the batch and keeps every column's capacity.

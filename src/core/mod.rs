@@ -8,6 +8,7 @@ pub mod drop;
 pub mod engine;
 pub mod explain;
 pub mod expr;
+pub mod held;
 pub mod indexset;
 mod ingest;
 pub mod operators;

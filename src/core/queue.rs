@@ -1,23 +1,18 @@
 //! A query's bounded input queue. It holds shared batches (one stream batch is queued for
 //! every query that reads it without copying; a query whose drop point kept part of it
 //! queues the batch with its selection) and counts tuples, not batches: the bound
-//! and the depth the monitor reports are both in tuples.
+//! and the depth the monitor reports are both in tuples. What the queued batches hold in
+//! memory is counted engine-wide (`Held`): a queue takes an item only when both its tuple
+//! bound and the engine's memory budget have room, and lets go of it in `Held` on `pop`.
 
 use std::collections::VecDeque;
 use std::sync::Arc;
 
 use super::batch::Batch;
+use super::held::Held;
 use super::rows::Rows;
 use super::schema::Nanos;
 use super::shard::RoutedTime;
-
-/// Outcome of offering a batch: a full queue is an expected condition, not an error.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Admit {
-    Queued,
-    /// The batch would exceed the bound; none of its tuples were queued.
-    Full,
-}
 
 /// A queued batch and the probability with which its tuples survived random drops (what
 /// Horvitz-Thompson scaling divides by; 1 when nothing was dropped at random).
@@ -59,6 +54,9 @@ impl Queued {
     }
 }
 
+/// Queue slots an emptied queue keeps (a few batches' worth of headroom).
+const SLOTS_KEPT: usize = 64;
+
 #[derive(Debug)]
 pub struct InputQueue {
     batches: VecDeque<Queued>,
@@ -75,23 +73,33 @@ impl InputQueue {
         }
     }
 
-    pub fn push(&mut self, item: Queued) -> Admit {
-        if !self.admits(item.len()) {
-            return Admit::Full;
+    /// Queues `item` when the tuple bound has room for it and `held` (the engine's memory
+    /// budget) takes it; hands it back otherwise: a full queue is an expected condition
+    /// (queue-full), not an error, and none of its tuples were queued. An empty queue
+    /// always takes one item, and an unbounded (lossless) one every item, past the
+    /// memory budget too: no query is starved by the others' backlog. `paced`: the
+    /// batch comes from a source that waits for room (pull), and only the tuple bound
+    /// applies.
+    pub fn offer(&mut self, item: Queued, held: &mut Held, paced: bool) -> Result<(), Queued> {
+        let force = self.batches.is_empty() || self.capacity == usize::MAX;
+        let fits = force || self.tuples + item.len() <= self.capacity;
+        if !fits || !held.hold(&item, force || paced) {
+            return Err(item);
         }
         self.tuples += item.len();
         self.batches.push_back(item);
-        Admit::Queued
+        Ok(())
     }
 
-    /// Whether `push` would queue a batch of `tuples` tuples now.
-    pub fn admits(&self, tuples: usize) -> bool {
-        self.tuples + tuples <= self.capacity || self.batches.is_empty()
-    }
-
-    pub fn pop(&mut self) -> Option<Queued> {
+    /// The oldest item, released from `held`. A queue that a backlog grew gives its
+    /// slots back once it drains.
+    pub fn pop(&mut self, held: &mut Held) -> Option<Queued> {
         let q = self.batches.pop_front()?;
         self.tuples -= q.len();
+        held.release(&q);
+        if self.batches.is_empty() && self.batches.capacity() > SLOTS_KEPT * 16 {
+            self.batches.shrink_to(SLOTS_KEPT);
+        }
         Some(q)
     }
 

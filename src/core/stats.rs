@@ -186,6 +186,10 @@ pub struct EngineSnapshot {
     pub queries: Vec<QuerySnapshot>,
     /// Engine-thread time outside query turns so far (ns).
     pub overhead: u64,
+    /// What the input queues hold in memory now, every shared batch once (bytes; `Held`).
+    pub queued_bytes: u64,
+    /// The most they held at once so far (bytes).
+    pub queued_bytes_peak: u64,
 }
 
 #[cfg(test)]

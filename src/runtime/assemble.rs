@@ -42,12 +42,17 @@ pub fn engine_for(w: &Workload) -> Result<Engine, EngineError> {
         queries,
         EngineConfig {
             queue_capacity: w.engine.queue_capacity,
+            // Each worker's engine holds its share of the budget.
+            queue_memory: w.engine.queue_memory / w.engine.workers.max(1),
             scheduler: w.engine.scheduler,
             seed: w.seed,
         },
     )?;
     // Streams that keep recent history for ad-hoc queries (`retain:`).
     for (i, s) in w.streams.iter().enumerate() {
+        if s.source.flow == crate::spec::Flow::Pull {
+            engine.set_pulled(i);
+        }
         if let Some(limit) = s.retain {
             engine.retain(i, limit);
         }

@@ -167,6 +167,17 @@ fn build_engine(diag: &mut Diagnostics, e: &EngineConfig) -> EngineSettings {
     let workers = at_least_one("workers", e.workers, d.workers);
     let batch_size = at_least_one("batch_size", e.batch_size, d.batch_size);
     let queue_capacity = at_least_one("queue_capacity", e.queue_capacity, d.queue_capacity);
+    let queue_memory = match e.queue_memory {
+        Some(b) if b.as_u64() < MIN_QUEUE_MEMORY as u64 => {
+            diag.at(
+                "engine.queue_memory",
+                format!("queue_memory {b} is too small: at least 1MiB, e.g. 64MiB"),
+            );
+            d.queue_memory
+        }
+        Some(b) => usize::try_from(b.as_u64()).unwrap_or(usize::MAX),
+        None => d.queue_memory,
+    };
     if batch_size > 1 << 20 {
         diag.at(
             "engine.batch_size",
@@ -210,6 +221,7 @@ fn build_engine(diag: &mut Diagnostics, e: &EngineConfig) -> EngineSettings {
         tick,
         batch_size,
         queue_capacity,
+        queue_memory,
         scheduler: match e.scheduler {
             None => d.scheduler,
             Some(SchedulerConfig::RoundRobin) => SchedulerKind::RoundRobin,
@@ -218,6 +230,9 @@ fn build_engine(diag: &mut Diagnostics, e: &EngineConfig) -> EngineSettings {
         },
     }
 }
+
+/// The least `engine.queue_memory`: 1 MiB (a few batches).
+pub const MIN_QUEUE_MEMORY: usize = 1 << 20;
 
 /// The least simulated capacity a workload may declare, in cores.
 pub const MIN_CORES: f64 = 0.001;

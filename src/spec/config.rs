@@ -122,6 +122,13 @@ pub struct EngineConfig {
     /// queueing delay. Queries whose QoS says `lossless` have unbounded queues.
     #[serde(default)]
     pub queue_capacity: Option<usize>,
+    /// What all input queues together may hold in memory (default `64MiB`, at least
+    /// `1MiB`): a size such as `64MiB`, `1GB` or a number of bytes. Queues share batches,
+    /// so a batch several queries hold counts once. Past the budget, a batch no queue holds
+    /// yet is refused as queue-full, except by a query whose queue is empty and by
+    /// lossless queries. With N workers each holds a 1/N share.
+    #[serde(default)]
+    pub queue_memory: Option<bytesize::ByteSize>,
     /// Which query runs next: `round-robin` (default, each query with work in turn),
     /// `longest-queue` (the most queued tuples), or `qos` (the least latency slack relative
     /// to the query's `qos.latency` target, divided by its `qos.weight`).

@@ -72,6 +72,7 @@ engine:
   tick: 50ms
   batch_size: 64
   queue_capacity: 5000
+  queue_memory: 64MiB
   scheduler: qos
 streams:
   readings:
@@ -141,6 +142,7 @@ fn a_full_workload_parses_into_typed_values() {
             tick: 50_000_000,
             batch_size: 64,
             queue_capacity: 5000,
+            queue_memory: 64 << 20,
             scheduler: SchedulerKind::Qos,
         }
     );

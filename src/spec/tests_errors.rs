@@ -438,3 +438,27 @@ fn rates_have_an_upper_bound() {
     );
     assert!(e.message.contains("above the limit"), "{e}");
 }
+
+#[test]
+fn a_queue_memory_budget_is_a_size_of_at_least_a_mebibyte() {
+    let text = |m: &str| {
+        format!(
+            "name: x\nengine:\n  queue_memory: {m}\nstreams:\n  s:\n    schema: {{a: int}}\n    \
+             rate: 5\nqueries:\n  q:\n    sql: SELECT a FROM s\n"
+        )
+    };
+    let e = only_error(&text("512KiB"));
+    assert_eq!(e.path, "engine.queue_memory");
+    assert_eq!(e.line, 3, "{e}");
+    assert!(e.message.contains("at least 1MiB"), "{e}");
+    let e = only_error(&text("lots"));
+    assert_eq!((e.path.as_str(), e.line), ("engine.queue_memory", 3), "{e}");
+    for (m, bytes) in [
+        ("1MiB", 1 << 20),
+        ("1GB", 1_000_000_000),
+        ("2097152", 2 << 20),
+    ] {
+        let w = parse_stub(&text(m)).unwrap_or_else(|e| panic!("{m}: {e}"));
+        assert_eq!(w.engine.queue_memory, bytes, "{m}");
+    }
+}

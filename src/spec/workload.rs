@@ -90,6 +90,8 @@ pub struct EngineSettings {
     pub batch_size: usize,
     /// Tuples per query input queue, at least 1.
     pub queue_capacity: usize,
+    /// Bytes all input queues together may hold (every worker its share), at least 1 MiB.
+    pub queue_memory: usize,
     pub scheduler: SchedulerKind,
     /// Simulated capacity in cores; at least `build::MIN_CORES` (0.001).
     pub cores: f64,
@@ -103,6 +105,7 @@ impl Default for EngineSettings {
             tick: 100_000_000,
             batch_size: 1024,
             queue_capacity: 1_000_000,
+            queue_memory: crate::core::engine::DEFAULT_QUEUE_MEMORY,
             scheduler: SchedulerKind::RoundRobin,
             cores: 1.0,
         }

@@ -120,7 +120,7 @@ pub fn workload(rate: &str, hop: bool) -> String {
     format!(
         r#"name: soak
 seed: 23
-engine: {{mode: live, tick: 50ms, batch_size: 512, scheduler: qos, queue_capacity: 100000000}}
+engine: {{mode: live, tick: 50ms, batch_size: 512, scheduler: qos, queue_capacity: 100000000, queue_memory: 64GiB}}
 streams:
   src:
     schema: {{k: int, g: int, h: int, v: float, ts: timestamp}}
@@ -152,7 +152,7 @@ queries:
 fn issue() -> String {
     r#"name: soak-issue
 seed: 23
-engine: {mode: live, tick: 50ms, batch_size: 512, scheduler: qos, queue_capacity: 100000000}
+engine: {mode: live, tick: 50ms, batch_size: 512, scheduler: qos, queue_capacity: 100000000, queue_memory: 64GiB}
 streams:
   src:
     schema: {key: int, v: float}

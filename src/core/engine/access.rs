@@ -130,11 +130,15 @@ impl Engine {
     }
 
     /// Tuples stream `stream` may still offer before a query reading it would have a full
-    /// queue: what a `pull` source may send now. A lossless query's unbounded queue counts
-    /// as `pull_bound` tuples, so pull sources keep memory bounded for it too.
+    /// queue, or the queues together their memory budget (at the most bytes a row of the
+    /// stream has taken so far): what a `pull` source may send now. A lossless query's
+    /// unbounded queue counts as `pull_bound` tuples, so pull sources keep memory bounded
+    /// for it too.
     pub fn stream_room(&self, stream: usize) -> usize {
-        self.streams[stream]
-            .readers
+        let s = &self.streams[stream];
+        let bytes = self.held.budget().saturating_sub(self.held.bytes());
+        let by_memory = bytes / s.row_bytes.max(1);
+        s.readers
             .iter()
             .map(|&q| {
                 let q = &self.queries[q];
@@ -145,6 +149,14 @@ impl Engine {
             })
             .min()
             .unwrap_or(usize::MAX)
+            .min(by_memory)
+    }
+
+    /// Marks `stream` as paced by its source's waiting for room (`Flow::Pull`): the
+    /// memory budget never refuses its batches (`stream_room` counts the budget instead),
+    /// so a pull source loses nothing to it.
+    pub fn set_pulled(&mut self, stream: usize) {
+        self.streams[stream].pulled = true;
     }
 
     /// Whether every query reading `stream` has an empty input queue (a queue always

@@ -94,7 +94,7 @@ impl Engine {
         let st = &mut self.queries[q];
         let mut rows_dropped = 0;
         if flush {
-            while let Some(item) = st.queue.pop() {
+            while let Some(item) = st.queue.pop(&mut self.held) {
                 st.pipeline.next_prefiltered(item.prefiltered);
                 st.pipeline.process_selected(
                     item.rows(),
@@ -107,7 +107,7 @@ impl Engine {
             }
             st.pipeline.flush(now, &mut st.out);
         } else {
-            while let Some(item) = st.queue.pop() {
+            while let Some(item) = st.queue.pop(&mut self.held) {
                 st.stats.dropped[DropReason::Withdrawn.index()] += item.len() as u64;
             }
             // Rows already due are delivered; what the open windows would still give is

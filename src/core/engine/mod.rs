@@ -26,12 +26,13 @@ pub use shared::DEFAULT_SHARE_MIN;
 
 use super::batch::Batch;
 use super::drop::{DropPoint, DropReason};
+use super::held::Held;
 use super::indexset::IndexSet;
 pub use super::ingest::{DropRules, ValueObserver};
 use super::ingest::{add, diff, loss_kind, mix, observe, observe_rows, share_left};
 use super::operators::{LossKind, Output, Pipeline, ResultApprox, TimeSpans};
 use super::plan::QueryPlan;
-use super::queue::{Admit, InputQueue, Queued};
+use super::queue::{InputQueue, Queued};
 use super::recycle::BatchRing;
 use super::scheduler::{QueueView, Scheduler, SchedulerKind};
 use super::schema::{DataType, Nanos, Schema};
@@ -57,9 +58,17 @@ pub struct QueryDef {
     pub lossless: bool,
 }
 
+/// The default `EngineConfig::queue_memory`: 64 MiB, about 1.4 M rows of six numbers,
+/// far more than a latency target of a second lets a shedding engine queue.
+pub const DEFAULT_QUEUE_MEMORY: usize = 64 << 20;
+
 #[derive(Clone, Copy, Debug)]
 pub struct EngineConfig {
     pub queue_capacity: usize,
+    /// What all input queues together may hold in memory, in bytes (`Held`): past it,
+    /// a batch no queue holds yet is refused as queue-full by every query but those with
+    /// an empty queue and the lossless ones.
+    pub queue_memory: usize,
     pub scheduler: SchedulerKind,
     /// Seeds the drop points' random generators.
     pub seed: u64,
@@ -69,6 +78,7 @@ impl Default for EngineConfig {
     fn default() -> EngineConfig {
         EngineConfig {
             queue_capacity: 1_000_000,
+            queue_memory: DEFAULT_QUEUE_MEMORY,
             scheduler: SchedulerKind::RoundRobin,
             seed: 0,
         }
@@ -104,6 +114,11 @@ struct StreamState {
     shared: shared::StreamShare,
     /// Batches of the rows a partial stream keep kept, reused once their readers are done.
     recycled: BatchRing,
+    /// The source waits for room (`set_pulled`): the memory budget never refuses it.
+    pulled: bool,
+    /// The most heap bytes a row of this stream has taken (`Batch::heap_bytes`), so far:
+    /// what `stream_room` divides the memory budget's room by.
+    row_bytes: usize,
 }
 
 #[derive(Debug)]
@@ -158,6 +173,8 @@ pub struct Engine {
     sel: Vec<u32>,
     /// Rows the stream's drop point kept of the batch being ingested.
     stream_sel: Vec<u32>,
+    /// What the input queues hold in memory, against `config.queue_memory`.
+    held: Held,
     /// Selection buffers of processed batches, reused for the next partial keeps.
     spare_sels: Vec<Vec<u32>>,
     /// Engine-thread time spent outside query turns (ingest, hand-off), ns.
@@ -182,6 +199,7 @@ impl Engine {
             .map(|(i, def)| StreamState {
                 types: def.schema.types(),
                 empty: Arc::new(Batch::new(&def.schema.types(), 0)),
+                row_bytes: 8 * (def.schema.types().len() + 1),
                 def,
                 readers: Vec::new(),
                 ingested: 0,
@@ -191,6 +209,7 @@ impl Engine {
                 retained: None,
                 shared: shared::StreamShare::default(),
                 recycled: BatchRing::new(),
+                pulled: false,
             })
             .collect();
         let mut engine = Engine {
@@ -204,6 +223,7 @@ impl Engine {
             sel: Vec::new(),
             stream_sel: Vec::new(),
             spare_sels: Vec::new(),
+            held: Held::new(config.queue_memory),
             overhead: 0,
             pull_bound: config.queue_capacity.max(1),
             config,
@@ -285,6 +305,7 @@ impl Engine {
         self.refresh_shared(stream);
         let s = &mut self.streams[stream];
         s.ingested += n;
+        s.row_bytes = s.row_bytes.max(batch.heap_bytes() / batch.len());
         // An observer without bins was retired (`stop_observing`).
         for o in s.observers.iter_mut().filter(|o| !o.counts.is_empty()) {
             observe(o, &batch);
@@ -371,15 +392,7 @@ impl Engine {
                 prefiltered,
             };
             add(&mut q.stats.dropped, &query_shed);
-            let len = item.len() as u64;
-            if len > 0 && !q.queue.admits(len as usize) {
-                q.stats.dropped[DropReason::QueueFull.index()] += len;
-                if q.pipeline.is_windowed() {
-                    note_all_lost(&mut q.pipeline, &item);
-                }
-            } else if len > 0 {
-                let admitted = q.queue.push(item);
-                debug_assert_eq!(admitted, Admit::Queued);
+            if !item.is_empty() && enqueue(q, item, &mut self.held, s.pulled) {
                 self.queued.insert(qi);
             }
         }
@@ -446,7 +459,7 @@ impl Engine {
             self.scheduler.pick(&self.views, queries.len(), now)?
         };
         let q = &mut self.queries[qi];
-        let mut item = q.queue.pop()?;
+        let mut item = q.queue.pop(&mut self.held)?;
         if let Some(o) = &mut q.processed_values {
             observe_rows(o, item.rows());
         }
@@ -584,12 +597,30 @@ impl Engine {
                 .collect(),
             queries,
             overhead: self.overhead,
+            queued_bytes: self.held.bytes() as u64,
+            queued_bytes_peak: self.held.peak() as u64,
         }
     }
 }
 
 /// Selection buffers kept for reuse (one per partial keep in flight is plenty).
 const SPARE_SELS: usize = 256;
+
+/// Queues `item` for `q` (`InputQueue::offer`), or counts its rows as queue-full, lost
+/// unscaled; true when it was queued.
+fn enqueue(q: &mut QueryState, item: Queued, held: &mut Held, paced: bool) -> bool {
+    let len = item.len() as u64;
+    match q.queue.offer(item, held, paced) {
+        Ok(()) => true,
+        Err(item) => {
+            q.stats.dropped[DropReason::QueueFull.index()] += len;
+            if q.pipeline.is_windowed() {
+                note_all_lost(&mut q.pipeline, &item);
+            }
+            false
+        }
+    }
+}
 
 /// Tells a windowed pipeline that every row of `item` was lost unscaled (its queue was
 /// full): the rows not selected were never the query's, so they are passed as kept.

@@ -14,11 +14,10 @@
 
 use std::sync::Arc;
 
-use super::{Engine, note_all_lost};
+use super::{Engine, enqueue};
 use crate::core::batch::Batch;
-use crate::core::drop::DropReason;
 use crate::core::ingest::observe_rows;
-use crate::core::queue::{Admit, Queued};
+use crate::core::queue::Queued;
 use crate::core::rows::{Rows, is_selection};
 use crate::core::shard::RoutedTime;
 
@@ -63,15 +62,8 @@ impl Engine {
                 time: Some(Arc::clone(time)),
                 prefiltered: false,
             };
-            if q.queue.admits(sel.len()) {
-                let admitted = q.queue.push(item);
-                debug_assert_eq!(admitted, Admit::Queued);
+            if enqueue(q, item, &mut self.held, s.pulled) {
                 self.queued.insert(qi);
-            } else {
-                q.stats.dropped[DropReason::QueueFull.index()] += n;
-                if q.pipeline.is_windowed() {
-                    note_all_lost(&mut q.pipeline, &item);
-                }
             }
         }
     }

@@ -27,6 +27,7 @@ pub const EXPECTED_LOAD: &str = "spillway_engine_expected_load_ratio";
 pub const UNMET: &str = "spillway_engine_unmet_demand_ratio";
 pub const BUSY: &str = "spillway_engine_busy_ratio";
 pub const OVERHEAD: &str = "spillway_engine_overhead_ratio";
+pub const QUEUED_BYTES: &str = "spillway_engine_queued_bytes";
 pub const SHEDDING: &str = "spillway_engine_shedding";
 pub const CORRECTION: &str = "spillway_engine_feedback_correction";
 pub const WEIGHTED_UTILITY: &str = "spillway_engine_weighted_utility_ratio";
@@ -107,6 +108,10 @@ pub const ALL: &[(&str, &str)] = &[
     (
         OVERHEAD,
         "Engine work outside query turns (ingest), seconds per second.",
+    ),
+    (
+        QUEUED_BYTES,
+        "Memory the input queues hold, a batch several queries share counted once (bytes).",
     ),
     (
         SHEDDING,

@@ -111,6 +111,7 @@ struct EngineHandles {
     unmet: Gauge,
     busy: Gauge,
     overhead: Gauge,
+    queued_bytes: Gauge,
     shedding: Gauge,
     correction: Gauge,
     weighted_utility: Gauge,
@@ -160,6 +161,7 @@ impl Handles {
             unmet: e(n::UNMET),
             busy: e(n::BUSY),
             overhead: e(n::OVERHEAD),
+            queued_bytes: e(n::QUEUED_BYTES),
             shedding: e(n::SHEDDING),
             correction: e(n::CORRECTION),
             weighted_utility: e(n::WEIGHTED_UTILITY),
@@ -284,6 +286,7 @@ impl Handles {
         e.unmet.set(r.plan.unmet / NS);
         e.busy.set(r.qos.busy);
         e.overhead.set(r.qos.overhead / NS);
+        e.queued_bytes.set(r.qos.engine.queued_bytes as f64);
         e.shedding.set(if r.plan.shedding { 1.0 } else { 0.0 });
         e.correction.set(r.plan.correction);
         e.weighted_utility.set(r.plan.weighted_utility);

@@ -86,6 +86,10 @@ pub fn merge(
         }
     }
     out.overhead = snaps.iter().map(|s| s.overhead).sum();
+    // Each worker holds its own batches: bytes add (the peak is a bound, peaks of
+    // different moments added).
+    out.queued_bytes = snaps.iter().map(|s| s.queued_bytes).sum();
+    out.queued_bytes_peak = snaps.iter().map(|s| s.queued_bytes_peak).sum();
     for (q, merged) in out.queries.iter_mut().enumerate() {
         let mut first = true;
         for (w, snap) in snaps.iter().enumerate() {
