@@ -272,9 +272,16 @@ pub fn run_live_managed(
     summary
 }
 
-/// Moves what the sources have sent into the engine: everything from push sources, and
-/// from pull sources only while their stream's queries have room. True once every source
-/// has ended and its channel is empty.
+/// Moves what the sources have sent into the engine: what each push source had sent when
+/// the call began, and from pull sources only while their stream's queries have room.
+/// True once every source has ended and its channel is empty.
+///
+/// Bounded by what was there at the start (at most a channel's worth): a source that
+/// sends as fast as the engine ingests would otherwise keep the engine thread here, with
+/// no turn run and no control tick taken, while its input piles up in the queues (a
+/// start at 10x capacity once queued 8 M tuples before the first plan). At a tick the
+/// frontier is read first, so every batch stamped below it is already in the channel
+/// and is taken.
 fn pump(
     links: &mut [SourceLink],
     engine: &mut Engine,
@@ -285,7 +292,10 @@ fn pump(
 ) -> bool {
     let mut all_done = true;
     for (stream, link) in links.iter_mut().enumerate() {
-        while !link.done {
+        // At least one look, so that an ended source is seen as ended.
+        let mut pending = link.rx.len().max(1);
+        while !link.done && pending > 0 {
+            pending -= 1;
             let pull = link.flow == Flow::Pull;
             if pull && engine.stream_room(stream) < batch_size && !engine.stream_drained(stream) {
                 break;
