@@ -14,7 +14,8 @@
 
 use std::sync::Arc;
 
-use super::{Engine, enqueue};
+use super::Engine;
+use super::fanout::enqueue;
 use crate::core::batch::Batch;
 use crate::core::ingest::observe_rows;
 use crate::core::queue::Queued;

@@ -1,0 +1,180 @@
+//! Ingest: a stream batch fans out to the queries that read it. Value observers count it,
+//! the stream's drop point and then each query's decide what is kept, shared evaluation
+//! narrows it to the rows a query's indexed conjunct passes, and what is left is queued
+//! (or refused as queue-full by the tuple bound or the memory budget, `Held`).
+//!
+//! Invariant: every offered row of every reader is accounted for exactly once, as shed
+//! (by reason), processed by shared evaluation, queued or queue-full; windowed readers
+//! learn which rows they lost and how (`Pipeline::note_lost_spanned`).
+
+use std::sync::Arc;
+
+use super::{Engine, QueryState, shared};
+use crate::core::batch::Batch;
+use crate::core::drop::DropReason;
+use crate::core::held::Held;
+use crate::core::ingest::{add, diff, loss_kind, observe, share_left};
+use crate::core::operators::{LossKind, Pipeline, TimeSpans};
+use crate::core::queue::Queued;
+use crate::core::shard::RoutedTime;
+
+impl Engine {
+    /// Offers a batch of `stream` to every query that reads it: value observers count it,
+    /// the stream's drop point and then each query's drop point decide what is kept, and
+    /// the rest is queued (or rejected as queue-full). Batches are shared, not copied,
+    /// unless a drop point keeps only part of one.
+    pub fn ingest(&mut self, stream: usize, batch: Batch) {
+        self.ingest_shared(stream, Arc::new(batch));
+    }
+
+    /// `ingest` of a batch that other engines (workers) may share: it is not copied.
+    pub fn ingest_shared(&mut self, stream: usize, batch: Arc<Batch>) {
+        self.ingest_routed(stream, batch, None);
+    }
+
+    /// `ingest_shared` of a worker's rows of a batch split by shard (`time`: the stream's
+    /// event time those rows cannot see; `None` for a whole batch).
+    pub fn ingest_routed(
+        &mut self,
+        stream: usize,
+        batch: Arc<Batch>,
+        time: Option<Arc<RoutedTime>>,
+    ) {
+        debug_assert!(batch.is_consistent());
+        let n = batch.len() as u64;
+        if n == 0 {
+            return;
+        }
+        self.refresh_shared(stream);
+        let s = &mut self.streams[stream];
+        s.ingested += n;
+        s.row_bytes = s.row_bytes.max(batch.heap_bytes() / batch.len());
+        // An observer without bins was retired (`stop_observing`).
+        for o in s.observers.iter_mut().filter(|o| !o.counts.is_empty()) {
+            observe(o, &batch);
+        }
+        let before = s.drop.dropped;
+        // The batch as offered, kept while any reader must learn which rows it lost.
+        let mut offered: Option<Arc<Batch>> = None;
+        let mut time = time;
+        let batch = match s.drop.apply(&batch, &mut self.sel) {
+            None => batch,
+            Some(()) => {
+                let sel = &self.sel;
+                let kept = s
+                    .recycled
+                    .filled(&s.types, sel.len(), |k| k.gather_from(&batch, sel));
+                std::mem::swap(&mut self.stream_sel, &mut self.sel);
+                offered = Some(batch);
+                time = time.map(|t| Arc::new(t.gather(&self.stream_sel)));
+                kept
+            }
+        };
+        let stream_keep = s.drop.random_keep();
+        let stream_shed = diff(&s.drop.dropped, &before);
+        let stream_loss = loss_kind(&stream_shed, stream_keep);
+        s.shared.route(&batch);
+        let (types, empty) = (&s.types, &s.empty);
+        // Each batch's time range, found once for all its windowed readers' loss accounting.
+        let (mut offered_spans, mut shared_spans) = (TimeSpans::new(), TimeSpans::new());
+        for &qi in &s.readers {
+            let q = &mut self.queries[qi];
+            q.stats.offered += n;
+            add(&mut q.stats.dropped, &stream_shed);
+            if let (Some(o), Some(kind)) = (&offered, stream_loss) {
+                q.pipeline
+                    .note_lost_spanned(o, &self.stream_sel, kind, &mut offered_spans);
+            }
+            if batch.is_empty() {
+                continue;
+            }
+            // Shared evaluation: only the rows the query's indexed conjunct passes go on;
+            // the others were evaluated here and count as processed (`shared.rs`).
+            let (narrowed, skipped) = s.shared.narrow(qi, &batch, time.as_ref(), types);
+            q.stats.processed += skipped;
+            let prefiltered = !matches!(narrowed, shared::Narrowed::Whole { prefiltered: false });
+            let whole = matches!(narrowed, shared::Narrowed::Whole { .. });
+            let (batch, time) = match narrowed {
+                shared::Narrowed::Whole { .. } => (batch.clone(), time.clone()),
+                shared::Narrowed::Nothing => continue,
+                shared::Narrowed::Rows(b, t) => (b, t),
+            };
+            let before = q.drop.dropped;
+            let (kept, kept_sel, kept_time) = match q.drop.apply(&batch, &mut self.sel) {
+                None => (batch.clone(), None, time.clone()),
+                // Nothing kept (keep 0, the usual case of a query shed whole): no copy.
+                Some(()) if self.sel.is_empty() => (empty.clone(), None, None),
+                Some(()) if self.sel.len() == batch.len() => (batch.clone(), None, time.clone()),
+                // Part kept: the shared batch and this query's selection, no copy of rows
+                // (the selection's buffer comes back from `run_turn`).
+                Some(()) => {
+                    let mut sel = self.spare_sels.pop().unwrap_or_default();
+                    sel.clear();
+                    sel.extend_from_slice(&self.sel);
+                    (batch.clone(), Some(sel), time.clone())
+                }
+            };
+            let query_shed = diff(&q.drop.dropped, &before);
+            let kept_rows = kept_sel.as_ref().map_or(kept.len(), Vec::len);
+            if kept_rows < batch.len()
+                && let Some(kind) = loss_kind(&query_shed, q.drop.random_keep())
+            {
+                let mut own = TimeSpans::new();
+                let spans = if whole { &mut shared_spans } else { &mut own };
+                q.pipeline.note_lost_spanned(&batch, &self.sel, kind, spans);
+            }
+            let item = Queued {
+                batch: kept,
+                sel: kept_sel,
+                keep: stream_keep * q.drop.random_keep(),
+                // Each point's semantic share of what reached its value test (window
+                // decisions come first there), multiplied along the way.
+                value_keep: share_left(n, &stream_shed)
+                    * share_left(batch.len() as u64, &query_shed),
+                time: kept_time,
+                prefiltered,
+            };
+            add(&mut q.stats.dropped, &query_shed);
+            if !item.is_empty() && enqueue(q, item, &mut self.held, s.pulled) {
+                self.queued.insert(qi);
+            }
+        }
+        if let Some(r) = &mut self.streams[stream].retained {
+            r.push(offered.unwrap_or(batch));
+        }
+    }
+}
+
+/// Queues `item` for `q` (`InputQueue::offer`), or counts its rows as queue-full, lost
+/// unscaled; true when it was queued.
+pub(super) fn enqueue(q: &mut QueryState, item: Queued, held: &mut Held, paced: bool) -> bool {
+    let len = item.len() as u64;
+    match q.queue.offer(item, held, paced) {
+        Ok(()) => true,
+        Err(item) => {
+            q.stats.dropped[DropReason::QueueFull.index()] += len;
+            if q.pipeline.is_windowed() {
+                note_all_lost(&mut q.pipeline, &item);
+            }
+            false
+        }
+    }
+}
+
+/// Tells a windowed pipeline that every row of `item` was lost unscaled (its queue was
+/// full): the rows not selected were never the query's, so they are passed as kept.
+fn note_all_lost(pipeline: &mut Pipeline, item: &Queued) {
+    match &item.sel {
+        None => pipeline.note_lost(&item.batch, &[], LossKind::Unscaled),
+        Some(sel) => {
+            let mut others = Vec::with_capacity(item.batch.len() - sel.len());
+            let mut next = sel.iter().peekable();
+            for row in 0..item.batch.len() as u32 {
+                if next.next_if(|&&s| s == row).is_none() {
+                    others.push(row);
+                }
+            }
+            pipeline.note_lost(&item.batch, &others, LossKind::Unscaled);
+        }
+    }
+}
