@@ -309,3 +309,21 @@ fn a_failing_sink_is_reported_counted_and_exits_1() {
     assert!(err.contains("result rows not delivered"), "{err}");
     assert!(!err.contains("results written to"), "{err}");
 }
+
+/// `soak --memory --busy-neighbour` keeps the other core busy as the QoS soak does (the
+/// flag was once ignored there), and a short memory soak ends with a balanced ledger.
+#[test]
+fn the_memory_soak_takes_the_busy_neighbour() {
+    let out = spillway()
+        .args(["soak", "--memory", "--busy-neighbour", "--duration", "1s"])
+        .args(["--capacity", "20000"])
+        .output()
+        .unwrap();
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert!(stderr.contains("another core kept busy"), "{stderr}");
+    assert!(stdout.contains("ledger balanced"), "{stdout}\n{stderr}");
+    assert_eq!(out.status.code(), Some(0), "{stdout}\n{stderr}");
+}

@@ -214,20 +214,7 @@ pub fn soak(args: SoakArgs) -> Result<ExitCode, Failure> {
     }
     let policy = spec::parse_policy(&format!("kind: {}\n", args.policy), "--policy")
         .map_err(|e| Failure::BadInput(e.to_string()))?;
-    if args.memory {
-        // The probe too runs with the default queue bound: with the QoS soak's lifted one,
-        // its pull source ran up to 10^8 tuples ahead of the engine in its 2 s (a 1.5 GB
-        // peak before the soak began). The bound does not change the capacity it measures
-        // (busy time per tuple processed).
-        let probe = super::soak_memory::as_a_user_runs(&workload("unlimited", false));
-        let cap = match args.capacity {
-            Some(c) => c,
-            None => capacity(&probe)?,
-        };
-        return super::soak_memory::memory_soak(args.duration, policy, cap, |r| {
-            super::soak_memory::as_a_user_runs(&workload(r, false))
-        });
-    }
+    // Started before any probe, so that the capacity measured is the one left beside it.
     let stop = Arc::new(AtomicBool::new(false));
     let neighbour = args.busy_neighbour.then(|| {
         let stop = stop.clone();
@@ -238,6 +225,28 @@ pub fn soak(args: SoakArgs) -> Result<ExitCode, Failure> {
             }
         })
     });
+    if args.memory {
+        if args.busy_neighbour {
+            eprintln!("spillway soak --memory: another core kept busy");
+        }
+        // The probe too runs with the default queue bound: with the QoS soak's lifted one,
+        // its pull source ran up to 10^8 tuples ahead of the engine in its 2 s (a 1.5 GB
+        // peak before the soak began). The bound does not change the capacity it measures
+        // (busy time per tuple processed).
+        let probe = super::soak_memory::as_a_user_runs(&workload("unlimited", false));
+        let cap = match args.capacity {
+            Some(c) => c,
+            None => capacity(&probe)?,
+        };
+        let result = super::soak_memory::memory_soak(args.duration, policy, cap, |r| {
+            super::soak_memory::as_a_user_runs(&workload(r, false))
+        });
+        stop.store(true, Ordering::Relaxed);
+        if let Some(h) = neighbour {
+            let _ = h.join();
+        }
+        return result;
+    }
     eprintln!(
         "spillway soak: {} shape(s), {:.0} s each, policy {}{}",
         shapes.len(),
