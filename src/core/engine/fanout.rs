@@ -48,7 +48,10 @@ impl Engine {
         self.refresh_shared(stream);
         let s = &mut self.streams[stream];
         s.ingested += n;
-        s.row_bytes = s.row_bytes.max(batch.heap_bytes() / batch.len());
+        // Only a pull source reads `stream_room`: a push stream pays no extra pass.
+        if s.pulled {
+            s.row_bytes = s.row_bytes.max(batch.heap_bytes() / batch.len());
+        }
         // An observer without bins was retired (`stop_observing`).
         for o in s.observers.iter_mut().filter(|o| !o.counts.is_empty()) {
             observe(o, &batch);

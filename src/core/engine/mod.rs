@@ -116,8 +116,9 @@ struct StreamState {
     recycled: BatchRing,
     /// The source waits for room (`set_pulled`): the memory budget never refuses it.
     pulled: bool,
-    /// The most heap bytes a row of this stream has taken (`Batch::heap_bytes`), so far:
-    /// what `stream_room` divides the memory budget's room by.
+    /// The most heap bytes a row of this pull stream has taken (`Batch::heap_bytes`) so
+    /// far, from an estimate of 8 bytes a column: what `stream_room` divides the memory
+    /// budget's room by.
     row_bytes: usize,
 }
 
