@@ -376,15 +376,21 @@ impl Monitor {
             } else {
                 1.0
             };
-        self.fan_out.update(
+        // Ingest per tuple past the stream drop points (fan-out: what a stream drop saves),
+        // per tuple offered (the stream drop decision itself, which no drop saves) and
+        // fixed: with every stream keeping little, charging it all to the tuples passed
+        // would make each look ever dearer.
+        self.fan_out.update_full(
+            offered as f64,
             passed.iter().sum::<f64>(),
+            0.0,
             snap.overhead.saturating_sub(prev.overhead) as f64,
             dt,
         );
         QosSnapshot {
             at: now,
             fan_out_cost: self.fan_out.per_tuple(),
-            overhead_fixed: self.fan_out.fixed(),
+            overhead_fixed: self.fan_out.fixed() + self.fan_out.per_passed() * rate_now,
             streams,
             queries,
             busy: busy_total / (dt * 1e9),

@@ -80,7 +80,8 @@ pub struct QosSnapshot {
     pub ingest_cost: f64,
     /// The same work fitted as `overhead_fixed + fan_out_cost * tuples` per second, where
     /// the tuples are those past the stream drop points: ns of fan-out per tuple a stream
-    /// drop saves, and ns/s no drop saves (control ticks).
+    /// drop saves, and ns/s no drop saves (control ticks, and the stream drop decision for
+    /// every tuple offered, at the current offered rate).
     pub fan_out_cost: f64,
     pub overhead_fixed: f64,
     /// Ticks whose ledger did not balance (0 unless there is a bug).
