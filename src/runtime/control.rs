@@ -67,6 +67,8 @@ pub struct Controller {
     guard_cuts: u64,
     /// Per query: ns of work per queued tuple as last measured (the guard's backlog).
     guard_costs: Vec<f64>,
+    /// Per query: tuples/s it processed over the last second (the guard's Little's law).
+    guard_rates: Vec<f64>,
     /// The queries one guard check cuts (scratch, reused).
     guard_late: Vec<usize>,
     installed_queue: bool,
@@ -143,6 +145,7 @@ impl Controller {
             guard_armed: true,
             guard_cuts: 0,
             guard_costs: Vec::new(),
+            guard_rates: Vec::new(),
             guard_late: Vec::new(),
             installed_queue: false,
             last: None,
@@ -228,6 +231,14 @@ impl Controller {
         }
         let mut qos = self.monitor.tick(engine, now);
         self.guard_armed = true;
+        self.guard_rates.clear();
+        self.guard_rates.extend(qos.queries.iter().map(|q| {
+            if q.rate_in.is_finite() {
+                q.rate_in.max(0.0)
+            } else {
+                0.0
+            }
+        }));
         self.guard_costs.clear();
         self.guard_costs.extend(qos.queries.iter().map(|q| {
             if q.cost.is_finite() {

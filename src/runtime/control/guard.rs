@@ -1,11 +1,15 @@
 //! The fast inner guard: between control ticks, at scheduler turns, a query whose queued
 //! input will be late gets its drop point's keep cut at once. "Will be late" is predicted:
-//! the later of the oldest queued tuple's age and the work queued ahead of the newest
-//! (every queued tuple at its query's measured cost). Under a surge the backlog grows
+//! the latest of the oldest queued tuple's age, the work queued ahead of the newest (every
+//! queued tuple at its query's measured cost), and the queue's depth over the rate the
+//! query has been taking tuples at (Little's law: a deep queue of cheap tuples is as late
+//! as its depth says, however little work it holds), once its oldest tuple has waited a
+//! quarter of the target (a batch just in from a slow source is deep for its rate, not
+//! late). Under a surge the backlog grows
 //! faster than any age (at 3x, twice as fast), so the surge is caught while it builds, not
 //! when its first tuple is already near the target. Invariant: at most one cut per
 //! control tick (of every query predicted late), never on a lossless query, and the check
-//! is two queue peeks per query with queued input.
+//! is two queue peeks and a division per query with queued input.
 
 use super::Controller;
 use crate::core::drop::DropRule;
@@ -13,8 +17,15 @@ use crate::core::engine::Engine;
 use crate::core::schema::Nanos;
 use crate::shed::ShedKind;
 
-/// The inner guard cuts when a query's predicted latency reaches this share of its target.
+/// The inner guard cuts when a query's predicted latency reaches this share of its target:
+/// above the feedback's setpoint (0.8 by default), so that in a steady overload the
+/// feedback, not a cut every tick, holds the latency.
 pub const GUARD: f64 = 0.9;
+
+/// Little's law is believed once the oldest queued tuple has waited this share of the
+/// target: a batch that has just arrived from a slow source is deep for its rate but not
+/// late.
+pub const CORROBORATED: f64 = 0.25;
 
 impl Controller {
     /// The fast inner guard, for the driver to call at every scheduler turn. A query's
@@ -38,13 +49,25 @@ impl Controller {
             .sum();
         let mut late = std::mem::take(&mut self.guard_late);
         late.clear();
+        let rates = &self.guard_rates;
         late.extend(engine.queued_queries().filter(|&q| {
             q < self.targets.len()
                 && !self.qos[q].as_ref().is_some_and(|s| s.lossless)
                 && self.targets[q].is_some_and(|t| {
-                    engine
-                        .oldest_queued(q)
-                        .is_some_and(|a| ((now - a) as f64).max(backlog) >= GUARD * t as f64)
+                    // Little's law: the newest queued tuple waits depth / rate.
+                    let little = match rates.get(q) {
+                        Some(&r) if r > 0.0 => 1e9 * engine.queue_depth(q) as f64 / r,
+                        _ => 0.0,
+                    };
+                    engine.oldest_queued(q).is_some_and(|a| {
+                        let age = (now - a) as f64;
+                        let little = if age >= CORROBORATED * t as f64 {
+                            little
+                        } else {
+                            0.0
+                        };
+                        age.max(backlog).max(little) >= GUARD * t as f64
+                    })
                 })
         }));
         let cut = !late.is_empty();
@@ -123,6 +146,31 @@ queries:
         engine.ingest(0, b);
         c.guard_costs = vec![cost; 2];
         (c, engine)
+    }
+
+    #[test]
+    fn a_deep_queue_of_cheap_tuples_is_cut_by_its_depth_over_its_rate() {
+        // 10,000 tuples at 1 ns each: 20 us of work, 30 ms old. But the query has been
+        // taking 100k tuples/s, so the newest waits 100 ms.
+        let (mut c, mut engine) = queued(10_000, 0, 1.0);
+        assert!(
+            !c.guard(&mut engine, 30_000_000),
+            "no rate known: work and age only"
+        );
+        c.guard_rates = vec![100_000.0, 100_000.0];
+        assert!(
+            !c.guard(&mut engine, 1_000_000),
+            "a batch 1 ms old has not waited yet"
+        );
+        assert!(c.guard(&mut engine, 30_000_000), "depth over rate is late");
+        assert_eq!(
+            engine.drop_rules().queries[0],
+            DropRule::Random { keep: 0.5 }
+        );
+        // The same queue at 10 M tuples/s waits 1 ms: left to the plan.
+        let (mut c, mut engine) = queued(10_000, 0, 1.0);
+        c.guard_rates = vec![1e7, 1e7];
+        assert!(!c.guard(&mut engine, 30_000_000));
     }
 
     #[test]
