@@ -231,22 +231,14 @@ impl Controller {
         }
         let mut qos = self.monitor.tick(engine, now);
         self.guard_armed = true;
+        // What the guard reads between ticks: finite and non-negative, 0 when unknown.
+        let known = |x: f64| if x.is_finite() { x.max(0.0) } else { 0.0 };
         self.guard_rates.clear();
-        self.guard_rates.extend(qos.queries.iter().map(|q| {
-            if q.rate_in.is_finite() {
-                q.rate_in.max(0.0)
-            } else {
-                0.0
-            }
-        }));
+        self.guard_rates
+            .extend(qos.queries.iter().map(|q| known(q.rate_in)));
         self.guard_costs.clear();
-        self.guard_costs.extend(qos.queries.iter().map(|q| {
-            if q.cost.is_finite() {
-                q.cost.max(0.0)
-            } else {
-                0.0
-            }
-        }));
+        self.guard_costs
+            .extend(qos.queries.iter().map(|q| known(q.cost)));
         if !self.installed_queue {
             if let Some(c) = self.policy.queue_capacity {
                 engine.install(&DropRules {
