@@ -103,13 +103,10 @@ impl CostModel {
         ];
         // Of the fits whose every term stands out of the noise, the one with the least
         // residual variance per degree of freedom (the first on a tie).
-        let best = FITS.iter().filter_map(|idx| self.fit(idx)).fold(
-            None,
-            |best: Option<([f64; K], f64)>, f| match best {
-                Some(b) if b.1 <= f.1 => Some(b),
-                _ => Some(f),
-            },
-        );
+        let best = FITS
+            .iter()
+            .filter_map(|idx| self.fit(idx))
+            .min_by(|x, y| x.1.total_cmp(&y.1));
         if let Some((coef, _)) = best {
             self.fixed = coef[ONE];
             self.per_passed = coef[PASSED];
@@ -164,15 +161,17 @@ impl CostModel {
             return None;
         }
         let c = solve(&a, &b, k)?;
-        // Each regressor's spread left once the others explain what they can:
-        // `1 / (A^-1)_jj`, against its own `A_jj`.
-        for j in first..k {
+        // The diagonal of `A^-1`, which both checks below read.
+        let mut inv = [0.0; K];
+        for (j, d) in inv[..k].iter_mut().enumerate() {
             let mut e = [0.0; K];
             e[j] = 1.0;
-            match solve(&a, &e, k) {
-                Some(inv) if inv[j] > 0.0 && 1.0 / inv[j] > IDENTIFIED * a[j][j] => {}
-                _ => return None,
-            }
+            *d = solve(&a, &e, k)?[j];
+        }
+        // Each regressor's spread left once the others explain what they can:
+        // `1 / (A^-1)_jj`, against its own `A_jj`.
+        if !(first..k).all(|j| inv[j] > 0.0 && 1.0 / inv[j] > IDENTIFIED * a[j][j]) {
+            return None;
         }
         if !c[..k].iter().all(|v| v.is_finite() && *v >= 0.0) {
             return None;
@@ -187,14 +186,8 @@ impl CostModel {
             return None;
         }
         let variance = rss / dof;
-        for j in 0..k {
-            let mut e = [0.0; K];
-            e[j] = 1.0;
-            let inv = solve(&a, &e, k)?;
-            let se = (variance * inv[j].max(0.0)).sqrt();
-            if c[j] < SIGNIFICANT * se {
-                return None;
-            }
+        if (0..k).any(|j| c[j] < SIGNIFICANT * (variance * inv[j].max(0.0)).sqrt()) {
+            return None;
         }
         let mut coef = [0.0; K];
         for (i, &ri) in idx.iter().enumerate() {

@@ -390,6 +390,7 @@ impl Monitor {
         QosSnapshot {
             at: now,
             fan_out_cost: self.fan_out.per_tuple(),
+            // The model's "passed" slot holds the tuples offered (above).
             overhead_fixed: self.fan_out.fixed() + self.fan_out.per_passed() * rate_now,
             streams,
             queries,

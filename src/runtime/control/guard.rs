@@ -29,9 +29,10 @@ pub const CORROBORATED: f64 = 0.25;
 
 impl Controller {
     /// The fast inner guard, for the driver to call at every scheduler turn. A query's
-    /// predicted latency is the later of its oldest queued tuple's age and the backlog:
-    /// the ns of work queued over all queries (depth times measured cost per tuple), which
-    /// its newest tuple waits for under a work-conserving scheduler. When that reaches `GUARD` of
+    /// predicted latency is the latest of its oldest queued tuple's age, the backlog (the
+    /// ns of work queued over all queries, depth times measured cost per tuple, which its
+    /// newest tuple waits for under a work-conserving scheduler) and, once the oldest has
+    /// waited `CORROBORATED` of the target, its depth over its rate. When that reaches `GUARD` of
     /// its target, its drop point's keep is halved at once instead of at the next control
     /// tick (at most one cut per tick, of every query then predicted late; the next plan
     /// takes over from there, its feedback seeing the same queue). Lossless queries are
@@ -54,19 +55,18 @@ impl Controller {
             q < self.targets.len()
                 && !self.qos[q].as_ref().is_some_and(|s| s.lossless)
                 && self.targets[q].is_some_and(|t| {
-                    // Little's law: the newest queued tuple waits depth / rate.
-                    let little = match rates.get(q) {
-                        Some(&r) if r > 0.0 => 1e9 * engine.queue_depth(q) as f64 / r,
-                        _ => 0.0,
-                    };
+                    let t = t as f64;
                     engine.oldest_queued(q).is_some_and(|a| {
                         let age = (now - a) as f64;
-                        let little = if age >= CORROBORATED * t as f64 {
-                            little
-                        } else {
-                            0.0
+                        // Little's law, once the oldest has waited: the newest queued
+                        // tuple waits depth / rate.
+                        let little = match rates.get(q) {
+                            Some(&r) if r > 0.0 && age >= CORROBORATED * t => {
+                                1e9 * engine.queue_depth(q) as f64 / r
+                            }
+                            _ => 0.0,
                         };
-                        age.max(backlog).max(little) >= GUARD * t as f64
+                        age.max(backlog).max(little) >= GUARD * t
                     })
                 })
         }));
