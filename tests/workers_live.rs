@@ -2,7 +2,7 @@
 //! event-time aggregate, a keyless filter and a string-keyed aggregate gives the same rows
 //! as one worker, the summary balances every query's ledger, and the same workload runs
 //! simulated on two workers too. With the keyed aggregate alone, the
-//! stream is routed by shard (each worker keeps its own rows of every shared batch): the
+//! stream is routed by shard (the coordinator splits each batch into a part per worker): the
 //! same rows again, and the ledger counts each tuple once.
 
 use std::process::Command;

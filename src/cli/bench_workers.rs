@@ -1,9 +1,10 @@
 //! `spillway bench --workers N`: query (b) on 1 and on N engine workers over key shards,
-//! each worker a thread with its own `Engine` and its own `Router`, over the same
-//! pre-generated batches, shared: every worker reads every batch and keeps the rows of its
-//! shards itself, as in a live run (generation excluded from the wall time, selection
-//! included). Prints the throughput of each and the line
-//! `scaling: N workers = X.XXx of 1` (wall time). On a shared machine wall time measures
+//! each worker a thread with its own `Engine`, over the same pre-generated batches: one
+//! worker ingests them whole (shared), N workers ingest the parts the run's `Router` split
+//! them into, as the live coordinator does. Generation and the split are source and
+//! coordinator work, on their own threads live: both are excluded from the workers' wall
+//! time, and the split's own throughput on one thread is printed. Prints the throughput of
+//! each and the line `scaling: N workers = X.XXx of 1` (wall time). On a shared machine wall time measures
 //! the neighbours too, so each worker's own CPU time (Linux `schedstat`) is reported as
 //! well, with the scaling it implies on dedicated cores: one worker's CPU time over the
 //! busiest worker's.
@@ -14,13 +15,20 @@ use super::Failure;
 use super::outln;
 use crate::core::batch::Batch;
 use crate::core::schema::Nanos;
+use crate::core::shard::RoutedTime;
 use crate::runtime::assemble::engine_for;
 use crate::runtime::clock::WallClock;
-use crate::runtime::workers::{Sharded, offer};
+use crate::runtime::workers::Sharded;
 use crate::spec::Workload;
 
-/// Runs of each configuration; the figures are their median, the range is printed.
-const RUNS: usize = 3;
+/// What one worker ingests, in order: a whole batch (shared) or its part of one.
+enum Item {
+    Whole(Arc<Batch>),
+    Part(Arc<Batch>, Arc<RoutedTime>),
+}
+
+/// Runs of each configuration, alternated; the figures are their median, the range is printed.
+const RUNS: usize = 5;
 
 /// CPU time this thread has run, ns (`/proc/thread-self/schedstat`), 0 where unknown.
 fn thread_cpu() -> Nanos {
@@ -30,26 +38,71 @@ fn thread_cpu() -> Nanos {
         .unwrap_or(0)
 }
 
-/// Wall time for `workers` worker threads to run every batch through query (b) and emit,
-/// the CPU time of the busiest worker and of all workers together. Every worker reads every batch (shared, as the
-/// live coordinator hands them out) and keeps its own rows itself (`workers::offer`):
-/// that selection is inside the wall time.
+/// Each worker's input: `batches` whole for one worker, else split by the run's router
+/// (every part, empty ones too, in order).
+fn inputs(w: &Workload, batches: &[Arc<Batch>], workers: usize) -> Result<Vec<Vec<Item>>, Failure> {
+    let mut sharded =
+        Sharded::new(workers, 64, || engine_for(w)).map_err(|e| anyhow::anyhow!(e))?;
+    let mut items: Vec<Vec<Item>> = (0..workers)
+        .map(|_| Vec::with_capacity(batches.len()))
+        .collect();
+    for b in batches {
+        match sharded.router.split(0, b) {
+            Some(parts) => {
+                for (mine, p) in items.iter_mut().zip(parts) {
+                    mine.push(Item::Part(Arc::new(p.batch), Arc::new(p.time)));
+                }
+            }
+            None => items
+                .iter_mut()
+                .for_each(|m| m.push(Item::Whole(Arc::clone(b)))),
+        }
+    }
+    Ok(items)
+}
+
+/// The time the router takes to split every batch into `workers` parts on this thread,
+/// each part dropped once made (live, a worker frees it once ingested).
+fn split_time(w: &Workload, batches: &[Arc<Batch>], workers: usize) -> Result<Nanos, Failure> {
+    let mut sharded =
+        Sharded::new(workers, 64, || engine_for(w)).map_err(|e| anyhow::anyhow!(e))?;
+    let clock = WallClock::start();
+    let start = clock.since_start();
+    let mut rows = 0usize;
+    for b in batches {
+        for p in sharded.router.split(0, b).into_iter().flatten() {
+            rows += p.batch.len();
+        }
+    }
+    std::hint::black_box(rows);
+    Ok(clock.since_start() - start)
+}
+
+/// Wall time for `workers` worker threads to run their `items` through query (b) and emit,
+/// the CPU time of the busiest worker and of all workers together.
 fn run(
     w: &Workload,
-    batches: &[Arc<Batch>],
+    items: &[Vec<Item>],
     workers: usize,
 ) -> Result<(Nanos, Nanos, Nanos), Failure> {
     let sharded = Sharded::new(workers, 64, || engine_for(w)).map_err(|e| anyhow::anyhow!(e))?;
     let clock = WallClock::start();
     let start = clock.since_start();
     let (rows, cpu, total) = std::thread::scope(|s| {
-        let handles: Vec<_> = (sharded.engines.into_iter().zip(sharded.routers))
-            .map(|(mut engine, mut router)| {
+        let handles: Vec<_> = (sharded.engines.into_iter().zip(items))
+            .map(|(mut engine, mine)| {
                 s.spawn(move || {
                     let cpu = thread_cpu();
                     let mut rows = 0usize;
-                    for b in batches {
-                        offer(&mut engine, &mut router, 0, b);
+                    for item in mine {
+                        match item {
+                            Item::Whole(b) => engine.ingest_shared(0, Arc::clone(b)),
+                            // An empty part is not ingested (as live).
+                            Item::Part(b, _) if b.is_empty() => continue,
+                            Item::Part(b, t) => {
+                                engine.ingest_routed(0, Arc::clone(b), Some(Arc::clone(t)))
+                            }
+                        }
                         while engine.run_turn(0).is_some() {}
                         engine.emit(0, |e| rows += e.batch.len());
                     }
@@ -69,22 +122,12 @@ fn run(
     Ok((elapsed, cpu, total))
 }
 
-/// The median and range of `RUNS` runs' wall times, and the median CPU time of the
-/// busiest worker and of all workers.
-fn measure(w: &Workload, batches: &[Arc<Batch>], workers: usize) -> Result<[Nanos; 5], Failure> {
-    let mut t = Vec::with_capacity(RUNS);
-    let mut c = Vec::with_capacity(RUNS);
-    let mut all = Vec::with_capacity(RUNS);
-    for _ in 0..RUNS {
-        let (wall, cpu, total) = run(w, batches, workers)?;
-        t.push(wall);
-        c.push(cpu);
-        all.push(total);
-    }
-    t.sort_unstable();
-    c.sort_unstable();
-    all.sort_unstable();
-    Ok([t[RUNS / 2], t[0], t[RUNS - 1], c[RUNS / 2], all[RUNS / 2]])
+/// Wall, busiest worker's CPU and all workers' CPU time of each run.
+type Runs = Vec<(Nanos, Nanos, Nanos)>;
+
+fn median(mut v: Vec<Nanos>) -> Nanos {
+    v.sort_unstable();
+    v[v.len() / 2]
 }
 
 fn mtps(tuples: u64, ns: Nanos) -> f64 {
@@ -105,34 +148,53 @@ pub fn scaling(
         .and_then(|l| l.split_whitespace().next().map(String::from))
         .unwrap_or_else(|| "unknown".into());
     outln!("{cores} cores available, load average {load} (1 min) before the runs");
-    let mut median = Vec::new();
-    let mut cpus = Vec::new();
-    for n in [1, workers] {
-        let [m, lo, hi, cpu, total] = measure(w, &batches, n)?;
+    let items = inputs(w, &batches, 1)?;
+    let parts = inputs(w, &batches, workers)?;
+    let split = split_time(w, &batches, workers)?;
+    outln!(
+        "split into {workers} parts by the router (the live coordinator's work, one thread, outside the workers' time): {:.1} M tuples/s ({:.1} ns/tuple)",
+        mtps(tuples, split.max(1)),
+        split as f64 / tuples as f64
+    );
+    // Alternated, so that a slow spell of the machine weighs on both alike.
+    let (mut one, mut many): (Runs, Runs) = (Vec::new(), Vec::new());
+    for _ in 0..RUNS {
+        one.push(run(w, &items, 1)?);
+        many.push(run(w, &parts, workers)?);
+    }
+    for (n, runs) in [(1, &one), (workers, &many)] {
+        let walls: Vec<Nanos> = runs.iter().map(|r| r.0).collect();
+        let (lo, hi) = (walls.iter().min(), walls.iter().max());
+        let m = median(walls.clone());
         outln!(
             "(b) on {n} worker{}: {tuples} tuples, median {:.3} s = {:.1} M tuples/s (range {:.1}-{:.1} over {RUNS} runs)",
             if n == 1 { "" } else { "s" },
             m as f64 / 1e9,
             mtps(tuples, m),
-            mtps(tuples, hi),
-            mtps(tuples, lo),
+            mtps(tuples, *hi.unwrap_or(&m)),
+            mtps(tuples, *lo.unwrap_or(&m)),
         );
         outln!(
             "    busiest worker's own CPU time (median): {:.3} s; all workers': {:.3} s",
-            cpu as f64 / 1e9,
-            total as f64 / 1e9
+            median(runs.iter().map(|r| r.1).collect()) as f64 / 1e9,
+            median(runs.iter().map(|r| r.2).collect()) as f64 / 1e9
         );
-        median.push(m);
-        cpus.push(cpu);
     }
+    let pairs: Vec<f64> = (one.iter().zip(&many))
+        .map(|(a, b)| a.0 as f64 / b.0 as f64)
+        .collect();
+    let lo = pairs.iter().copied().fold(f64::INFINITY, f64::min);
+    let hi = pairs.iter().copied().fold(0.0, f64::max);
+    let wall = |r: &Runs| median(r.iter().map(|x| x.0).collect()) as f64;
     outln!(
-        "scaling: {workers} workers = {:.2}x of 1",
-        median[0] as f64 / median[1] as f64
+        "scaling: {workers} workers = {:.2}x of 1 (medians; run pairs {lo:.2}-{hi:.2}x)",
+        wall(&one) / wall(&many)
     );
-    if cpus[1] > 0 {
+    let cpu = |r: &Runs| median(r.iter().map(|x| x.1).collect()) as f64;
+    if cpu(&many) > 0.0 {
         outln!(
             "    on dedicated cores (1 worker's CPU time / the busiest of {workers}'s): {:.2}x",
-            cpus[0] as f64 / cpus[1] as f64
+            cpu(&one) / cpu(&many)
         );
     }
     Ok(())

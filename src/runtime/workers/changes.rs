@@ -89,7 +89,7 @@ pub fn place(
     spec: &QuerySpec,
     q: usize,
 ) -> Result<Placement, ChangeError> {
-    place_on(w, &sharded.routers[0], sharded.workers(), spec, q)
+    place_on(w, &sharded.router, sharded.workers(), spec, q)
 }
 
 /// A command resolved for the workers: what each applies (`apply_part`).
@@ -356,14 +356,14 @@ impl ShardedManager {
         observers: &mut Observers<'_>,
     ) -> Result<Outcome, ChangeError> {
         let n = sharded.workers();
-        let change = self.plan(cmd, &sharded.routers[0], n, at, observers)?;
+        let change = self.plan(cmd, &sharded.router, n, at, observers)?;
         if let WorkerChange::Add { placement, .. } = &change {
             sharded.placement.push(*placement);
         }
         let mut removals = Vec::new();
         for (k, e) in sharded.engines.iter_mut().enumerate() {
             let c = controllers.get_mut(k).and_then(Option::as_mut);
-            let (router, map) = (&sharded.routers[k], &sharded.map);
+            let (router, map) = (&sharded.router, &sharded.map);
             let part = apply_part(&change, k, e, c, router, map, now, |x| sink(k, x))?;
             removals.extend(part);
         }

@@ -53,7 +53,7 @@ pub(super) fn send_change(
         _ => None,
     };
     let n = c.workers;
-    let router = &c.sharded.routers[0];
+    let router = &c.sharded.router;
     let change = (c.collector.manager).plan(cmd, router, n, c.since, c.observers)?;
     let removes = match &change {
         WorkerChange::Add {
@@ -135,7 +135,7 @@ fn add(inbox: &mut Inbox, body: &str, c: &mut Coordinator<'_, '_, '_>) -> Reply 
     }
     let index = m.queries().len();
     // Refused before its sink opens: a query its stream's route cannot take.
-    super::changes::place_on(m.workload(), &c.sharded.routers[0], c.workers, &spec, index)
+    super::changes::place_on(m.workload(), &c.sharded.router, c.workers, &spec, index)
         .map_err(conflict)?;
     let sink = (inbox.open_sink)(&spec).map_err(|e| {
         let error = format!("cannot open the sink of `{}`: {e}", spec.name);

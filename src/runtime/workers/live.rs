@@ -1,7 +1,8 @@
 //! The live driver for N engine workers: this thread is the coordinator. It pumps the
-//! sources and puts each batch in an `Arc` that every worker shares (`workers::worker`):
-//! each worker keeps its own rows of a routed stream itself, so the coordinator does no
-//! per-tuple work and is no serial step. The batches go over bounded channels, followed
+//! sources, splits each batch of a routed stream once into a part per worker (`route`:
+//! one hash and one copy per tuple, whatever the number of workers) and puts each batch of
+//! any other stream in an `Arc` that every worker shares (`workers::worker`). The batches
+//! and parts go over bounded channels, followed
 //! in band, every tick, by a frontier marker (`Tick`): a worker ticks its engine only with
 //! every batch sent before the marker already ingested. The workers send back their result
 //! rows (the coordinator writes the sinks) and their tick's control report; the coordinator
@@ -115,7 +116,7 @@ pub fn run_live_workers(
                 workload,
                 engine,
                 controller,
-                router: sharded.routers[k].clone(),
+                router: sharded.router.clone(),
                 map: sharded.map.clone(),
                 rx,
                 out: out_tx.clone(),
@@ -177,9 +178,19 @@ pub fn run_live_workers(
                                 let now = clock.now();
                                 b.arrival.iter_mut().for_each(|a| *a = now);
                             }
-                            // Shared: each worker keeps its rows of a routed stream.
-                            let b = Arc::new(b);
-                            broadcast(&txs, &|| ToWorker::Batch(stream, Arc::clone(&b)));
+                            match sharded.router.split(stream, &b) {
+                                Some(parts) => {
+                                    for (tx, p) in txs.iter().zip(parts) {
+                                        if !p.batch.is_empty() {
+                                            let _ = tx.send(ToWorker::Part(stream, Box::new(p)));
+                                        }
+                                    }
+                                }
+                                None => {
+                                    let b = Arc::new(b);
+                                    broadcast(&txs, &|| ToWorker::Batch(stream, Arc::clone(&b)));
+                                }
+                            }
                             moved = true;
                         }
                         Ok(SourceMsg::Malformed { count, sample }) => {

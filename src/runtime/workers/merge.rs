@@ -59,7 +59,7 @@ impl Sharded {
 
     /// Whether `stream` is routed by shard (each worker keeps only its rows).
     pub fn routed(&self, stream: usize) -> bool {
-        self.routers[0].route(stream) != super::route::Route::Broadcast
+        self.router.route(stream) != super::route::Route::Broadcast
     }
 }
 

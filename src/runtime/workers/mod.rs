@@ -1,7 +1,7 @@
 //! N engine workers over key shards (`docs/workers.md`). Every worker owns a whole
 //! `Engine` over every query. A stream whose queries all share one key column is routed by
-//! shard (`route`): every worker reads each batch (shared) and keeps only its rows, with
-//! the stream's event time in band; no thread splits batches for the others. Any other stream is offered whole to every worker (the batch is
+//! shard (`route`): the run's one `Router` splits each batch once into a part per worker,
+//! with the stream's event time in band. Any other stream is offered whole to every worker (the batch is
 //! shared, never copied), and a keyed query keeps only its worker's key shards in its
 //! pipeline, as a second filter, so its watermark still moves over every row in order.
 //! Either way each group lives on exactly one worker. A query without a plain-column key
@@ -37,7 +37,7 @@ use std::sync::Arc;
 use crate::core::batch::Batch;
 use crate::core::engine::{Engine, shard_column};
 use crate::core::shard::ShardMap;
-use route::{Route, Router};
+use route::{Part, Route, Router};
 
 /// Where one query runs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -54,8 +54,8 @@ pub struct Sharded {
     pub engines: Vec<Engine>,
     pub map: ShardMap,
     pub placement: Vec<Placement>,
-    /// Per worker: its router, which keeps its rows of streams routed by shard (`route`).
-    pub routers: Vec<Router>,
+    /// The run's router: it splits each batch of a stream routed by shard (`route`).
+    pub router: Router,
 }
 
 /// Places the queries of `engine` (already built) for `workers` workers: a query with a
@@ -81,12 +81,11 @@ impl Sharded {
         let map = ShardMap::new(shards, workers);
         let mut engines = Vec::with_capacity(workers);
         let mut placed = Vec::new();
-        let mut routers = Vec::with_capacity(workers);
+        let mut router = None;
         for w in 0..workers {
             let mut e = build()?;
             placed = placement(&e, workers);
-            routers.push(Router::new(&e, &placed, &map, workers, w));
-            let r = &routers[w];
+            let r = router.get_or_insert_with(|| Router::new(&e, &placed, &map, workers));
             for (q, p) in placed.iter().enumerate() {
                 let routed = r.route(e.query_stream(q)) != Route::Broadcast;
                 match *p {
@@ -107,7 +106,7 @@ impl Sharded {
             engines,
             map,
             placement: placed,
-            routers,
+            router: router.expect("at least one worker"),
         })
     }
 
@@ -115,12 +114,21 @@ impl Sharded {
         self.engines.len()
     }
 
-    /// Offers `batch` of `stream` to every worker, shared: each keeps its rows of a
-    /// routed stream, or takes the whole batch of any other.
+    /// Offers `batch` of `stream` to the workers: each its part of a routed stream, or
+    /// every worker the whole batch (shared) of any other.
     pub fn ingest(&mut self, stream: usize, batch: Batch) {
-        let batch = Arc::new(batch);
-        for (e, r) in self.engines.iter_mut().zip(&mut self.routers) {
-            offer(e, r, stream, &batch);
+        match self.router.split(stream, &batch) {
+            Some(parts) => {
+                for (e, part) in self.engines.iter_mut().zip(parts) {
+                    ingest_part(e, stream, part);
+                }
+            }
+            None => {
+                let batch = Arc::new(batch);
+                for e in &mut self.engines {
+                    e.ingest_shared(stream, Arc::clone(&batch));
+                }
+            }
         }
     }
 
@@ -133,15 +141,10 @@ impl Sharded {
     }
 }
 
-/// Offers a shared `batch` of `stream` to one worker's engine through its router: its own
-/// rows of a routed stream (nothing when it owns none), the whole batch of any other.
-pub fn offer(engine: &mut Engine, router: &mut Router, stream: usize, batch: &Arc<Batch>) {
-    match router.select(stream, batch) {
-        Some((own, time)) => {
-            if !own.is_empty() {
-                engine.ingest_routed(stream, Arc::new(own), Some(Arc::new(time)));
-            }
-        }
-        None => engine.ingest_shared(stream, Arc::clone(batch)),
+/// Ingests one worker's `part` of a batch of the routed `stream` (nothing when it is empty:
+/// the router carries the batch's time to the worker's next part).
+pub fn ingest_part(engine: &mut Engine, stream: usize, part: Part) {
+    if !part.batch.is_empty() {
+        engine.ingest_routed(stream, Arc::new(part.batch), Some(Arc::new(part.time)));
     }
 }

@@ -1,11 +1,11 @@
-//! Routing by shard, done by the workers themselves: a stream whose every query is
-//! sharded on the same key column (and reads the same time) is *routed*. Each batch of it
-//! is shared (one `Arc`) with every worker, and each worker's `Router` keeps its own rows,
-//! with the stream's event time those rows cannot see (`RoutedTime`: per row, the largest
-//! time so far over the whole stream; at the end, the batch's). Nothing splits batches
-//! serially before the workers: each hashes the key column and copies only its rows, in
-//! parallel with the others. Any other stream is offered whole to every worker, each
-//! keeping its shards in its pipeline.
+//! Routing by shard, done once per batch: a stream whose every query is sharded on the
+//! same key column (and reads the same time) is *routed*. The one `Router` of a run (on
+//! the coordinator live, in `Sharded::ingest` simulated) splits each batch of it into one
+//! `Part` per worker: that worker's rows, in input order, with the stream's event time
+//! those rows cannot see (`RoutedTime`: per row, the largest time so far over the whole
+//! stream; at the end, the batch's). Each row is hashed and copied once, whatever the
+//! number of workers; the workers only ingest their parts. Any other stream is offered
+//! whole to every worker, each keeping its shards in its pipeline.
 //!
 //! Invariant: a routed stream's rows are kept by exactly one worker each, in input order,
 //! and every row's watermark is the one a single engine would have had at that row.
@@ -27,21 +27,29 @@ pub enum Route {
     Broadcast,
 }
 
-/// One worker's side of routing: it reads every batch of a routed stream (shared, never
-/// copied by anyone else) and keeps its own rows, with their `RoutedTime`. Every worker
-/// selects for itself, in parallel: nothing splits batches serially before the workers.
-/// One per worker (it carries each stream's largest time so far, which every worker
-/// computes identically since each reads every batch).
+/// One worker's rows of a routed batch and the stream time they cannot see.
+#[derive(Debug)]
+pub struct Part {
+    pub batch: Batch,
+    pub time: RoutedTime,
+}
+
+/// The run's routing table and splitter: each stream's `Route`, and for routed streams the
+/// largest time seen so far (carried from batch to batch, so a worker that owned none of a
+/// batch's rows still sees that batch's time with its next row). Every batch of a routed
+/// stream must be split here, in order.
 #[derive(Clone, Debug)]
 pub struct Router {
     routes: Vec<Route>,
     types: Vec<Vec<DataType>>,
     /// Per stream: the largest time seen so far and its arrival.
     high: Vec<(i64, Nanos)>,
-    /// Per virtual shard: whether this worker owns it.
-    owned: Vec<bool>,
-    /// This worker's rows of the batch being selected.
-    sel: Vec<u32>,
+    /// Per virtual shard: the worker that owns it.
+    owner: Vec<u16>,
+    workers: usize,
+    /// Scratch of one split: per worker, the indices of its rows; per row, its time prefix.
+    sels: Vec<Vec<u32>>,
+    prefix: Vec<(i64, Nanos)>,
 }
 
 /// The route of each stream of `engine` for `placement` on `workers` workers: split when
@@ -75,14 +83,8 @@ pub fn routes(engine: &Engine, placement: &[Placement], workers: usize) -> Vec<R
 }
 
 impl Router {
-    /// Worker `me`'s router of `engine`'s streams for `placement` on the workers of `map`.
-    pub fn new(
-        engine: &Engine,
-        placement: &[Placement],
-        map: &ShardMap,
-        workers: usize,
-        me: usize,
-    ) -> Router {
+    /// The router of `engine`'s streams for `placement` on the workers of `map`.
+    pub fn new(engine: &Engine, placement: &[Placement], map: &ShardMap, workers: usize) -> Router {
         let routes = routes(engine, placement, workers);
         Router {
             types: (0..routes.len())
@@ -90,8 +92,10 @@ impl Router {
                 .collect(),
             high: vec![(i64::MIN, 0); routes.len()],
             routes,
-            owned: (0..map.shards()).map(|s| map.owner(s) == me).collect(),
-            sel: Vec::new(),
+            owner: (0..map.shards()).map(|s| map.owner(s) as u16).collect(),
+            workers,
+            sels: vec![Vec::new(); workers],
+            prefix: Vec::new(),
         }
     }
 
@@ -99,11 +103,9 @@ impl Router {
         self.routes[stream]
     }
 
-    /// This worker's rows of `batch` of `stream` and their `RoutedTime` (an empty batch
-    /// when it owns none of them); `None` for a broadcast stream, which the worker takes
-    /// whole. Every batch of a routed stream must pass here, in order, even when the
-    /// worker keeps none of its rows: the batch's time still moves the stream's.
-    pub fn select(&mut self, stream: usize, batch: &Batch) -> Option<(Batch, RoutedTime)> {
+    /// `batch` of `stream` split into one part per worker (indexed by worker; a part may
+    /// be empty), or `None` for a broadcast stream, which every worker takes whole.
+    pub fn split(&mut self, stream: usize, batch: &Batch) -> Option<Vec<Part>> {
         let Route::Split { column, time } = self.routes[stream] else {
             return None;
         };
@@ -115,64 +117,73 @@ impl Router {
             TimeSource::Arrival => &batch.arrival,
         };
         let n = batch.len();
-        // Written for every row, kept (`j` moves on) for owned ones: no branch on the
-        // owner, which is a coin toss the branch predictor cannot learn.
-        self.sel.clear();
-        self.sel.resize(n, 0);
-        let mut prefix = vec![(0, 0); n];
+        for s in &mut self.sels {
+            s.clear();
+            s.reserve(n);
+        }
+        self.prefix.clear();
+        self.prefix.reserve(n);
         let mut high = self.high[stream];
-        let arrival = &batch.arrival;
-        let (sel, owned) = (&mut self.sel[..], &self.owned[..]);
-        let kept = match &batch.columns[column] {
-            Column::Int(v) => keep_owned(owned, times, arrival, &mut high, sel, &mut prefix, |i| {
-                key_hash_int(v[i])
-            }),
-            Column::Float(v) => {
-                keep_owned(owned, times, arrival, &mut high, sel, &mut prefix, |i| {
-                    key_hash_float(v[i])
-                })
-            }
-            Column::Bool(v) => {
-                keep_owned(owned, times, arrival, &mut high, sel, &mut prefix, |i| {
-                    key_hash_int(i64::from(v[i]))
-                })
-            }
-            Column::Str(v) => keep_owned(owned, times, arrival, &mut high, sel, &mut prefix, |i| {
-                key_hash_str(&v[i])
-            }),
+        let mut scan = Scan {
+            owner: &self.owner,
+            times,
+            arrival: &batch.arrival,
+            high: &mut high,
+            sels: &mut self.sels,
+            prefix: &mut self.prefix,
         };
+        match &batch.columns[column] {
+            Column::Int(v) => scan.run(|i| key_hash_int(v[i])),
+            Column::Float(v) => scan.run(|i| key_hash_float(v[i])),
+            Column::Bool(v) => scan.run(|i| key_hash_int(i64::from(v[i]))),
+            Column::Str(v) => scan.run(|i| key_hash_str(&v[i])),
+        }
         self.high[stream] = high;
-        self.sel.truncate(kept);
-        prefix.truncate(kept);
-        let mut b = Batch::new(&self.types[stream], kept);
-        b.gather_from(batch, &self.sel);
-        Some((b, RoutedTime { prefix, tail: high }))
+        let types = &self.types[stream];
+        let prefix = &self.prefix;
+        Some(
+            (self.sels.iter())
+                .map(|sel| {
+                    let mut b = Batch::new(types, sel.len());
+                    b.gather_from(batch, sel);
+                    let prefix = sel.iter().map(|&i| prefix[i as usize]).collect();
+                    Part {
+                        batch: b,
+                        time: RoutedTime { prefix, tail: high },
+                    }
+                })
+                .collect(),
+        )
+    }
+
+    /// The number of workers this router splits for.
+    pub fn workers(&self) -> usize {
+        self.workers
     }
 }
 
-/// Writes every row's index and its time prefix at `sel[j]`, `prefix[j]`, moving `j` on
-/// only for rows whose key's hash (`hash(row)`) falls in an owned shard; returns how many
-/// were kept.
-fn keep_owned(
-    owned: &[bool],
-    times: &[i64],
-    arrival: &[Nanos],
-    high: &mut (i64, Nanos),
-    sel: &mut [u32],
-    prefix: &mut [(i64, Nanos)],
-    hash: impl Fn(usize) -> u64,
-) -> usize {
-    let mask = (owned.len() - 1) as u64;
-    let mut j = 0;
-    let mut h = *high;
-    for (i, (&t, &a)) in times.iter().zip(arrival).enumerate() {
-        if t > h.0 {
-            h = (t, a);
+/// One pass over a batch: each row's time prefix, and its index onto its owner's list.
+struct Scan<'a> {
+    owner: &'a [u16],
+    times: &'a [i64],
+    arrival: &'a [Nanos],
+    high: &'a mut (i64, Nanos),
+    sels: &'a mut [Vec<u32>],
+    prefix: &'a mut Vec<(i64, Nanos)>,
+}
+
+impl Scan<'_> {
+    fn run(&mut self, hash: impl Fn(usize) -> u64) {
+        let mask = (self.owner.len() - 1) as u64;
+        let mut h = *self.high;
+        for (i, (&t, &a)) in self.times.iter().zip(self.arrival).enumerate() {
+            if t > h.0 {
+                h = (t, a);
+            }
+            self.prefix.push(h);
+            let o = self.owner[(hash(i) & mask) as usize] as usize;
+            self.sels[o].push(i as u32);
         }
-        sel[j] = i as u32;
-        prefix[j] = h;
-        j += usize::from(owned[(hash(i) & mask) as usize]);
+        *self.high = h;
     }
-    *high = h;
-    j
 }

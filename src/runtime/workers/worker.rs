@@ -1,7 +1,8 @@
 //! One live engine worker thread (`workers::live`): it owns an `Engine`, a `Controller`
-//! (one core, against the queries' shared targets) and its `Router`. Every batch reaches
-//! it shared; it keeps its own rows of a routed stream itself (`workers::offer`), ingests
-//! (the drop decision comes there, before its queue), runs turns, and sends back its result
+//! (one core, against the queries' shared targets) and a copy of the run's routing table
+//! (for changes of the query set). It ingests its part of each batch of a routed stream
+//! (split once by the coordinator) and every batch of any other stream whole (shared); the
+//! drop decision comes there, before its queue. It runs turns, and sends back its result
 //! rows and, at each in-band frontier marker, its tick's control report.
 //!
 //! Invariant: the worker ticks its engine at a marker only after every batch sent before
@@ -14,8 +15,8 @@ use crossbeam_channel::{Receiver, Sender, TryRecvError};
 use hdrhistogram::Histogram;
 
 use super::changes::{WorkerChange, apply_part};
-use super::offer;
-use super::route::Router;
+use super::ingest_part;
+use super::route::{Part, Router};
 use crate::core::batch::Batch;
 use crate::core::engine::{Engine, Removal};
 use crate::core::operators::ResultApprox;
@@ -28,8 +29,10 @@ use crate::spec::{Flow, Policy, Workload};
 
 /// What the coordinator sends a worker, in order.
 pub(super) enum ToWorker {
-    /// A whole batch of a stream, shared by every worker.
+    /// A whole batch of a broadcast stream, shared by every worker.
     Batch(usize, Arc<Batch>),
+    /// This worker's part of a batch of a routed stream.
+    Part(usize, Box<Part>),
     Malformed(usize, u64),
     /// Frontier marker: tick at `at` with these per-stream frontiers.
     Tick {
@@ -83,6 +86,7 @@ pub(super) struct Worker<'a> {
     pub workload: &'a Workload,
     pub engine: Engine,
     pub controller: Controller,
+    /// The run's routing table (this copy never splits: the coordinator does).
     pub router: Router,
     /// The run's shard map (a query added while running keeps this worker's shards).
     pub map: ShardMap,
@@ -114,7 +118,7 @@ impl Worker<'_> {
             workload: w,
             mut engine,
             mut controller,
-            mut router,
+            router,
             map,
             rx,
             out,
@@ -148,7 +152,8 @@ impl Worker<'_> {
                 }
             };
             match msg {
-                Some(ToWorker::Batch(s, b)) => offer(&mut engine, &mut router, s, &b),
+                Some(ToWorker::Batch(s, b)) => engine.ingest_shared(s, b),
+                Some(ToWorker::Part(s, p)) => ingest_part(&mut engine, s, *p),
                 Some(ToWorker::Malformed(s, n)) => engine.record_malformed(s, n),
                 Some(ToWorker::Tick { at, frontiers }) => {
                     engine.tick_timed(at, |s| frontiers[s], || clock.now());
