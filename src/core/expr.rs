@@ -3,6 +3,7 @@
 //! evaluation never looks up a name or coerces a value per row.
 
 use super::batch::{Batch, Column};
+use super::compare::select_compare;
 pub use super::datum::{Datum, Side, Storage};
 use super::rows::Rows;
 use super::schema::Scalar;
@@ -286,6 +287,9 @@ impl Expr {
     /// `select`, except that when every row holds it returns `true` and leaves `sel`
     /// empty: the caller reads the whole batch and no index list is built.
     pub fn select_or_all(&self, batch: &Batch, sel: &mut Vec<u32>) -> bool {
+        if let Some(all) = select_compare(self, batch, sel) {
+            return all;
+        }
         sel.clear();
         match self.eval(batch).as_bools() {
             Ok(v) if v.iter().all(|b| *b) => true,
@@ -304,7 +308,11 @@ impl Expr {
 
     /// Row indices of `batch` for which this boolean expression holds, into `sel`.
     pub fn select(&self, batch: &Batch, sel: &mut Vec<u32>) {
-        sel.clear();
+        match select_compare(self, batch, sel) {
+            Some(true) => return sel.extend(0..batch.len() as u32),
+            Some(false) => return,
+            None => sel.clear(),
+        }
         match self.eval(batch).as_bools() {
             Ok(v) => sel.extend(
                 v.iter()

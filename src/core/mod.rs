@@ -3,6 +3,7 @@
 //! argument, which is what makes simulated runs reproducible bit for bit.
 
 pub mod batch;
+mod compare;
 mod datum;
 pub mod drop;
 pub mod engine;
