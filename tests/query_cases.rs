@@ -7,7 +7,7 @@
 //! `i` ms, so `PROCTIME()` windows are deterministic too.
 
 use spillway::core::batch::Batch;
-use spillway::core::engine::{Engine, EngineConfig, QueryDef, StreamDef};
+use spillway::core::engine::Engine;
 use spillway::core::scheduler::SchedulerKind;
 use spillway::core::schema::Scalar;
 use spillway::sql::{Catalog, plan_query};
@@ -17,31 +17,8 @@ mod cases;
 use cases::{Case, MS, load};
 
 fn run(case: &Case, batch_size: usize, scheduler: SchedulerKind) -> Vec<Vec<Scalar>> {
-    let catalog = Catalog {
-        streams: vec![("s".into(), case.schema.clone())],
-    };
-    let plan = plan_query(&case.sql, &catalog).expect("plans");
-    let out_types = plan.output.types();
-    let mut engine = Engine::new(
-        vec![StreamDef {
-            name: "s".into(),
-            schema: case.schema.clone(),
-        }],
-        vec![QueryDef {
-            name: "q".into(),
-            plan,
-            latency_target: None,
-            weight: 1.0,
-            lossless: false,
-        }],
-        EngineConfig {
-            queue_capacity: 1 << 20,
-            queue_memory: usize::MAX,
-            scheduler,
-            seed: 0,
-        },
-    )
-    .unwrap();
+    let mut engine = cases::engine(&case.schema, &case.sql, scheduler);
+    let out_types = engine.query_plan(0).output.types();
     let types = case.schema.types();
     let mut rows = Vec::new();
     let mut collect = |engine: &mut Engine, now| {

@@ -4,41 +4,17 @@
 //! owner worker, the same rows sorted for a sharded one (their merge order is free).
 
 use spillway::core::batch::Batch;
-use spillway::core::engine::{Engine, EngineConfig, QueryDef, StreamDef};
+use spillway::core::engine::Engine;
 use spillway::core::scheduler::SchedulerKind;
 use spillway::core::schema::Scalar;
 use spillway::runtime::workers::{Placement, Sharded};
-use spillway::sql::{Catalog, plan_query};
 
 mod cases;
 
 use cases::{Case, MS, load};
 
 fn engine(case: &Case) -> Engine {
-    let catalog = Catalog {
-        streams: vec![("s".into(), case.schema.clone())],
-    };
-    let plan = plan_query(&case.sql, &catalog).expect("plans");
-    Engine::new(
-        vec![StreamDef {
-            name: "s".into(),
-            schema: case.schema.clone(),
-        }],
-        vec![QueryDef {
-            name: "q".into(),
-            plan,
-            latency_target: None,
-            weight: 1.0,
-            lossless: false,
-        }],
-        EngineConfig {
-            queue_capacity: 1 << 20,
-            queue_memory: usize::MAX,
-            scheduler: SchedulerKind::RoundRobin,
-            seed: 0,
-        },
-    )
-    .unwrap()
+    cases::engine(&case.schema, &case.sql, SchedulerKind::RoundRobin)
 }
 
 /// The rows of `case` on `workers` workers, in emission order (worker by worker at each

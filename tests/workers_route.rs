@@ -5,42 +5,20 @@
 //! and whichever worker owns the rows), and at the end the batch's.
 
 use spillway::core::batch::{Batch, Column};
-use spillway::core::engine::{Engine, EngineConfig, QueryDef, StreamDef};
+use spillway::core::engine::Engine;
 use spillway::core::scheduler::SchedulerKind;
 use spillway::core::schema::{DataType, Field, Schema};
 use spillway::core::shard::{ShardMap, shards_of};
 use spillway::runtime::workers::Sharded;
 use spillway::runtime::workers::route::Route;
-use spillway::sql::{Catalog, plan_query};
+
+mod cases;
 
 fn engine(sql: &str) -> Engine {
     let f = |n: &str, ty| Field { name: n.into(), ty };
     let mut schema = Schema::new(vec![f("k", DataType::Int), f("t", DataType::Timestamp)]);
     schema.event_time = Some(1);
-    let catalog = Catalog {
-        streams: vec![("s".into(), schema.clone())],
-    };
-    let plan = plan_query(sql, &catalog).expect("plans");
-    Engine::new(
-        vec![StreamDef {
-            name: "s".into(),
-            schema,
-        }],
-        vec![QueryDef {
-            name: "q".into(),
-            plan,
-            latency_target: None,
-            weight: 1.0,
-            lossless: false,
-        }],
-        EngineConfig {
-            queue_capacity: 1 << 20,
-            queue_memory: usize::MAX,
-            scheduler: SchedulerKind::RoundRobin,
-            seed: 0,
-        },
-    )
-    .unwrap()
+    cases::engine(&schema, sql, SchedulerKind::RoundRobin)
 }
 
 const KEYED: &str = "SELECT k, COUNT(*) AS n FROM s GROUP BY k, TUMBLE(t, INTERVAL '1' SECOND)";

@@ -1,12 +1,46 @@
 //! The query cases as data (`tests/queries/*.yaml`): a stream schema, input rows, a query
 //! and either the exact expected rows or an expected planning error. Shared by the
 //! single-engine harness (`query_cases.rs`) and the N-worker one (`workers.rs`).
-//! Timestamps in input and expected rows are integers in milliseconds.
+//! Timestamps in input and expected rows are integers in milliseconds. `engine` builds the
+//! one-stream, one-query engine these harnesses (and `workers_route.rs`) run.
+
+#![allow(dead_code)]
 
 use std::path::Path;
 
+use spillway::core::engine::{Engine, EngineConfig, QueryDef, StreamDef};
+use spillway::core::scheduler::SchedulerKind;
 use spillway::core::schema::{DataType, Field, Scalar, Schema};
 use spillway::sql::{Catalog, plan_query};
+
+/// An engine over one stream `s` of `schema` running one query `q`, `sql`, unshed and
+/// with room for any case's input.
+pub fn engine(schema: &Schema, sql: &str, scheduler: SchedulerKind) -> Engine {
+    let catalog = Catalog {
+        streams: vec![("s".into(), schema.clone())],
+    };
+    let plan = plan_query(sql, &catalog).expect("plans");
+    Engine::new(
+        vec![StreamDef {
+            name: "s".into(),
+            schema: schema.clone(),
+        }],
+        vec![QueryDef {
+            name: "q".into(),
+            plan,
+            latency_target: None,
+            weight: 1.0,
+            lossless: false,
+        }],
+        EngineConfig {
+            queue_capacity: 1 << 20,
+            queue_memory: usize::MAX,
+            scheduler,
+            seed: 0,
+        },
+    )
+    .unwrap()
+}
 
 pub const MS: i64 = 1_000_000;
 
