@@ -15,7 +15,7 @@ use super::Failure;
 use super::outln;
 use crate::core::batch::Batch;
 use crate::core::schema::Nanos;
-use crate::core::shard::RoutedTime;
+use crate::core::shard::{DEFAULT_SHARDS, RoutedTime};
 use crate::runtime::assemble::engine_for;
 use crate::runtime::clock::WallClock;
 use crate::runtime::workers::Sharded;
@@ -38,11 +38,15 @@ fn thread_cpu() -> Nanos {
         .unwrap_or(0)
 }
 
-/// Each worker's input: `batches` whole for one worker, else split by the run's router
-/// (every part, empty ones too, in order).
+/// Query (b)'s engines for `workers` workers over the default shards, as `run` makes them.
+fn sharded(w: &Workload, workers: usize) -> Result<Sharded, Failure> {
+    Ok(Sharded::new(workers, DEFAULT_SHARDS, || engine_for(w)).map_err(|e| anyhow::anyhow!(e))?)
+}
+
+/// Each worker's input: `batches` whole for one worker, else its non-empty parts as the
+/// run's router splits them, in order (live, an empty part is not sent).
 fn inputs(w: &Workload, batches: &[Arc<Batch>], workers: usize) -> Result<Vec<Vec<Item>>, Failure> {
-    let mut sharded =
-        Sharded::new(workers, 64, || engine_for(w)).map_err(|e| anyhow::anyhow!(e))?;
+    let mut sharded = sharded(w, workers)?;
     let mut items: Vec<Vec<Item>> = (0..workers)
         .map(|_| Vec::with_capacity(batches.len()))
         .collect();
@@ -50,7 +54,9 @@ fn inputs(w: &Workload, batches: &[Arc<Batch>], workers: usize) -> Result<Vec<Ve
         match sharded.router.split(0, b) {
             Some(parts) => {
                 for (mine, p) in items.iter_mut().zip(parts) {
-                    mine.push(Item::Part(Arc::new(p.batch), Arc::new(p.time)));
+                    if !p.batch.is_empty() {
+                        mine.push(Item::Part(Arc::new(p.batch), Arc::new(p.time)));
+                    }
                 }
             }
             None => items
@@ -64,8 +70,7 @@ fn inputs(w: &Workload, batches: &[Arc<Batch>], workers: usize) -> Result<Vec<Ve
 /// The time the router takes to split every batch into `workers` parts on this thread,
 /// each part dropped once made (live, a worker frees it once ingested).
 fn split_time(w: &Workload, batches: &[Arc<Batch>], workers: usize) -> Result<Nanos, Failure> {
-    let mut sharded =
-        Sharded::new(workers, 64, || engine_for(w)).map_err(|e| anyhow::anyhow!(e))?;
+    let mut sharded = sharded(w, workers)?;
     let clock = WallClock::start();
     let start = clock.since_start();
     let mut rows = 0usize;
@@ -85,7 +90,7 @@ fn run(
     items: &[Vec<Item>],
     workers: usize,
 ) -> Result<(Nanos, Nanos, Nanos), Failure> {
-    let sharded = Sharded::new(workers, 64, || engine_for(w)).map_err(|e| anyhow::anyhow!(e))?;
+    let sharded = sharded(w, workers)?;
     let clock = WallClock::start();
     let start = clock.since_start();
     let (rows, cpu, total) = std::thread::scope(|s| {
@@ -97,8 +102,6 @@ fn run(
                     for item in mine {
                         match item {
                             Item::Whole(b) => engine.ingest_shared(0, Arc::clone(b)),
-                            // An empty part is not ingested (as live).
-                            Item::Part(b, _) if b.is_empty() => continue,
                             Item::Part(b, t) => {
                                 engine.ingest_routed(0, Arc::clone(b), Some(Arc::clone(t)))
                             }

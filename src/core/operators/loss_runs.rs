@@ -28,15 +28,18 @@ impl TimeSpans {
         if ts.is_empty() {
             return None;
         }
-        // Branch-free: no early exit, so the loop runs at a compare and a move per time.
-        let (lo, hi) = ts
-            .iter()
-            .fold((i64::MAX, i64::MIN), |(lo, hi), &t| (lo.min(t), hi.max(t)));
+        let (lo, hi) = min_max(ts.iter().copied());
         if let Some(slot) = self.known.iter_mut().find(|k| k.0.is_none()) {
             *slot = (Some(time), lo, hi);
         }
         Some((lo, hi))
     }
+}
+
+/// The smallest and largest of `ts` (`(i64::MAX, i64::MIN)` when empty). Branch-free: no
+/// early exit, a compare and a move per time.
+fn min_max(ts: impl Iterator<Item = i64>) -> (i64, i64) {
+    ts.fold((i64::MAX, i64::MIN), |(lo, hi), t| (lo.min(t), hi.max(t)))
 }
 
 pub(super) fn times(time: TimeSource, batch: &Batch) -> &[i64] {
@@ -95,10 +98,9 @@ impl Runs {
     }
 
     /// `one_slice` of times given one by one (a selection's): the slice of the smallest
-    /// time, when the largest falls in it too. Branch-free (a min and a max per time, no
-    /// early exit), so a batch's slice of times is scanned at vector speed.
+    /// time, when the largest falls in it too.
     pub(super) fn one_slice_of(&self, ts: impl Iterator<Item = i64>) -> Option<i64> {
-        let (min, max) = ts.fold((i64::MAX, i64::MIN), |(lo, hi), t| (lo.min(t), hi.max(t)));
+        let (min, max) = min_max(ts);
         if min > max {
             return None;
         }

@@ -46,7 +46,6 @@ pub struct Router {
     high: Vec<(i64, Nanos)>,
     /// Per virtual shard: the worker that owns it.
     owner: Vec<u16>,
-    workers: usize,
     /// Scratch of one split: per worker, the indices of its rows; per row, its time prefix.
     sels: Vec<Vec<u32>>,
     prefix: Vec<(i64, Nanos)>,
@@ -93,7 +92,6 @@ impl Router {
             high: vec![(i64::MIN, 0); routes.len()],
             routes,
             owner: (0..map.shards()).map(|s| map.owner(s) as u16).collect(),
-            workers,
             sels: vec![Vec::new(); workers],
             prefix: Vec::new(),
         }
@@ -154,11 +152,6 @@ impl Router {
                 })
                 .collect(),
         )
-    }
-
-    /// The number of workers this router splits for.
-    pub fn workers(&self) -> usize {
-        self.workers
     }
 }
 
