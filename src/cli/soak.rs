@@ -45,6 +45,18 @@ pub struct SoakArgs {
     /// (`soak_memory.rs`).
     #[arg(long)]
     pub memory: bool,
+    /// Print each shape's workload (scaled to --capacity, or to the probed capacity) as
+    /// YAML on stdout instead of running it, to run with `spillway run` and watch its
+    /// status line or dashboard second by second.
+    #[arg(long)]
+    pub print: bool,
+    /// Write a line per control tick to FILE (the last shape's run): time, whether
+    /// shedding, demand over the capacity target, the model correction, headroom, busy and
+    /// ingest shares, then per query the share of its input the plan delivers (stream and
+    /// query drop points together), its queue depth and the largest latency
+    /// recorded in the tick (ms). For finding what a second over target came from.
+    #[arg(long, value_name = "FILE")]
+    pub trace: Option<std::path::PathBuf>,
 }
 
 pub(super) mod shapes;
@@ -110,6 +122,7 @@ struct Measured {
     model_error: Option<f64>,
     refits: u64,
     insufficient: u64,
+    trace: Option<std::io::BufWriter<std::fs::File>>,
 }
 
 impl Measured {
@@ -162,6 +175,34 @@ impl Observer for Measured {
         self.utility_sum += c.qos.queries.iter().map(|q| q.utility).sum::<f64>() / w.max(1.0);
         self.ticks += 1;
         self.model_error = c.qos.model_error_mean;
+        if let Some(out) = self.trace.as_mut() {
+            use std::fmt::Write as _;
+            let p = &c.plan;
+            let mut line = format!(
+                "{:.2} {} demand {:.2} m {:.2} h {:.2} busy {:.2} ingest {:.2} |",
+                t.elapsed as f64 / 1e9,
+                if p.shedding { "S" } else { "-" },
+                p.load / p.target.max(1.0),
+                p.correction,
+                p.headroom,
+                c.qos.busy,
+                ingest
+            );
+            for (q, qq) in c.qos.queries.iter().enumerate() {
+                let h = t.tick_latency.get(q).map_or(0, |h| h.max());
+                let keep = p.delivered.get(q).copied().unwrap_or(1.0);
+                let _ = write!(
+                    line,
+                    " {} {:.2}/{}/{:.0}",
+                    qq.name,
+                    keep,
+                    qq.queued,
+                    h as f64 / 1e6
+                );
+            }
+            let _ = std::io::Write::write_all(out, line.as_bytes());
+            let _ = std::io::Write::write_all(out, b"\n");
+        }
     }
 
     fn on_event(&mut self, e: &Event) {
@@ -247,32 +288,9 @@ pub fn soak(args: SoakArgs) -> Result<ExitCode, Failure> {
         }
         return result;
     }
-    eprintln!(
-        "spillway soak: {} shape(s), {:.0} s each, policy {}{}",
-        shapes.len(),
-        args.duration as f64 / 1e9,
-        args.policy,
-        if args.busy_neighbour {
-            ", another core kept busy"
-        } else {
-            ""
-        }
-    );
-    outln!(
-        "{:<7} {:>8} {:>13} {:>22} {:>5} {:>5} {:>6} {:>5} {:>6} {:>5} {:>5} {:>5}",
-        "shape",
-        "capacity",
-        "over (>1 s)",
-        "worst p99/target",
-        "busy",
-        "ingst",
-        "keep",
-        "util",
-        "model±",
-        "refit",
-        "short",
-        "load"
-    );
+    if !args.print {
+        header(&args, shapes.len());
+    }
     let mut failed = Vec::new();
     for name in &shapes {
         let d = args.duration;
@@ -281,6 +299,16 @@ pub fn soak(args: SoakArgs) -> Result<ExitCode, Failure> {
             None => capacity(&probe_text(name))?,
         };
         let (text, surges) = shape(name, cap, d).expect("known shape");
+        if args.print {
+            outln!(
+                "# spillway soak --shape {name}: {:.2} M tuples/s of capacity, {:.0} s",
+                cap / 1e6,
+                d as f64 / 1e9
+            );
+            let secs = format!("seed: 23\nduration: {}ms", d / 1_000_000);
+            outln!("{}", text.replacen("seed: 23", &secs, 1));
+            continue;
+        }
         let w = spec::parse(&text, "<soak>").map_err(|e| anyhow::anyhow!("{e}"))?;
         let engine = engine_for(&w).map_err(|e| anyhow::anyhow!(e))?;
         let mut m = Measured {
@@ -292,6 +320,13 @@ pub fn soak(args: SoakArgs) -> Result<ExitCode, Failure> {
             surges,
             second: w.queries.iter().map(|_| latency_histogram()).collect(),
             whole: w.queries.iter().map(|_| latency_histogram()).collect(),
+            trace: match &args.trace {
+                Some(path) => Some(std::io::BufWriter::new(
+                    std::fs::File::create(path)
+                        .map_err(|e| Failure::BadInput(format!("{}: {e}", path.display())))?,
+                )),
+                None => None,
+            },
             ..Measured::default()
         };
         run_headless(
@@ -359,6 +394,9 @@ pub fn soak(args: SoakArgs) -> Result<ExitCode, Failure> {
     if let Some(h) = neighbour {
         let _ = h.join();
     }
+    if args.print {
+        return Ok(ExitCode::SUCCESS);
+    }
     if failed.is_empty() {
         eprintln!("spillway soak: the promise held on every shape");
         Ok(ExitCode::SUCCESS)
@@ -368,6 +406,36 @@ pub fn soak(args: SoakArgs) -> Result<ExitCode, Failure> {
         }
         Ok(ExitCode::from(1))
     }
+}
+
+/// The run's first line (stderr) and the table's header (stdout).
+fn header(args: &SoakArgs, shapes: usize) {
+    eprintln!(
+        "spillway soak: {} shape(s), {:.0} s each, policy {}{}",
+        shapes,
+        args.duration as f64 / 1e9,
+        args.policy,
+        if args.busy_neighbour {
+            ", another core kept busy"
+        } else {
+            ""
+        }
+    );
+    outln!(
+        "{:<7} {:>8} {:>13} {:>22} {:>5} {:>5} {:>6} {:>5} {:>6} {:>5} {:>5} {:>5}",
+        "shape",
+        "capacity",
+        "over (>1 s)",
+        "worst p99/target",
+        "busy",
+        "ingst",
+        "keep",
+        "util",
+        "model±",
+        "refit",
+        "short",
+        "load"
+    );
 }
 
 #[cfg(test)]

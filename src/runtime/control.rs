@@ -13,6 +13,7 @@ use crate::shed::{
 };
 use crate::spec::{Policy, QosSpec, Workload};
 
+mod backlog;
 mod guard;
 mod queries;
 mod rest;
@@ -55,6 +56,8 @@ pub struct Controller {
     predicted: Option<f64>,
     /// Queue depths and time of the last tick, for the work that arrived since.
     prev_queued: Vec<f64>,
+    /// The queued work's floor and growth over the last ticks, for the planner.
+    backlog: backlog::BacklogTrend,
     prev_at: Nanos,
     /// Sum and count of `|model_error|` over shedding ticks.
     error_sum: f64,
@@ -134,6 +137,7 @@ impl Controller {
                 .collect(),
             predicted: None,
             prev_queued: vec![0.0; engine.query_count()],
+            backlog: backlog::BacklogTrend::default(),
             prev_at: start,
             error_sum: 0.0,
             error_ticks: 0,
@@ -277,8 +281,25 @@ impl Controller {
         }
         qos.model_error_mean =
             (self.error_ticks > 0).then(|| self.error_sum / self.error_ticks as f64);
+        // The queued work at the costs the model plans with (declared or measured).
+        let queued_work: f64 = qos
+            .queries
+            .iter()
+            .enumerate()
+            .filter(|(qi, _)| !self.removed[*qi])
+            .map(|(qi, q)| {
+                let cost = self
+                    .model_costs
+                    .as_ref()
+                    .and_then(|c| c.get(qi).copied())
+                    .filter(|c| c.is_finite())
+                    .unwrap_or(q.cost);
+                q.queued as f64 * known(cost)
+            })
+            .sum();
         let input = ShedInput {
             model_error: qos.model_error,
+            backlog: self.backlog.note(now, queued_work),
             streams: qos
                 .streams
                 .iter()

@@ -18,6 +18,12 @@ use super::semantic::{derived_curve, semantic_drop};
 /// non-shrinking work takes more than `PAUSE_SHARE` of the machine.
 const PAUSE_KEEP: f64 = 0.1;
 const PAUSE_SHARE: f64 = 0.5;
+/// While shedding an excess, a query's keep rises by at most this much a tick (falls are at
+/// once; with no excess left, every keep goes back to 1 at once):
+/// a plan made on estimates of work the engine is not doing now (a paused query's, a
+/// query kept thin) must not hand all of it back in one tick. Live, lifting the pauses of
+/// four sliding-window queries at once queued 0.8 M tuples within two ticks.
+pub const KEEP_RISE: f64 = 0.1;
 
 fn weight_of(q: &QueryInput) -> f64 {
     if q.weight.is_finite() && q.weight > 0.0 {
@@ -25,6 +31,16 @@ fn weight_of(q: &QueryInput) -> f64 {
     } else {
         1.0
     }
+}
+
+/// What the allocation carries over from earlier ticks.
+pub(super) struct Held<'a> {
+    /// The last shedding plan's delivered shares, which keeps rise from (`KEEP_RISE`).
+    pub prev: Option<&'a [f64]>,
+    /// Queries paused, kept while shedding lasts (updated).
+    pub paused: &'a mut Vec<bool>,
+    /// Queries switched to whole-key drops, kept while shedding lasts (updated).
+    pub by_keys: &'a mut Vec<bool>,
 }
 
 /// How a query's cursor is realised at its drop point.
@@ -107,10 +123,14 @@ pub(super) fn allocate(
     p: &PolicyParams,
     queue_load: f64,
     scale: f64,
-    sticky: &mut Vec<bool>,
-    by_keys: &mut Vec<bool>,
+    held: Held<'_>,
     out: &mut ShedPlan,
 ) {
+    let Held {
+        prev,
+        paused: sticky,
+        by_keys,
+    } = held;
     let qs = &input.queries;
     let mut derived = Vec::new();
     let mut modes: Vec<Mode> = qs.iter().map(|q| mode(p.kind, q, &mut derived)).collect();
@@ -304,13 +324,20 @@ pub(super) fn allocate(
         Mode::Random | Mode::Window | Mode::Keys => qs[i].loss,
     };
 
-    // Where: random drops shared by a whole stream move up to it.
+    // Where: random drops shared by a whole stream move up to it. Each keep rises from the
+    // last shedding plan's by at most `KEEP_RISE`.
     let keeps: Vec<f64> = (0..qs.len())
         .map(|i| {
-            if paused[i] {
+            let k = if paused[i] {
                 0.0
             } else {
                 cov.cursors[i] / 100.0
+            };
+            match prev.and_then(|p| p.get(i)) {
+                Some(&was) if out.excess > 0.0 && was.is_finite() && k > was + KEEP_RISE => {
+                    was + KEEP_RISE
+                }
+                _ => k,
             }
         })
         .collect();

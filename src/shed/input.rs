@@ -241,5 +241,21 @@ pub struct ShedInput<'a> {
     /// The load model checked over the last tick: `(arrived - predicted) / predicted` work
     /// (`None` when not known). The model is refitted only when it under-predicted.
     pub model_error: Option<f64>,
+    /// The backlog's trend over the last ticks (`None` until enough ticks were seen, or
+    /// when the runtime does not measure it).
+    pub backlog: Option<BacklogInput>,
     pub policy: PolicyParams,
+}
+
+/// The queued work's floor and its growth, as the runtime measured them: the least queued
+/// work (every query's depth times its cost per tuple) over the last few ticks, and how
+/// fast that floor rose against the few ticks before. A floor rather than the depth at one
+/// tick, whose swings follow when a source's batch landed: the floor rises only when the
+/// engine falls behind what it admits.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct BacklogInput {
+    /// ns of work queued at the floor.
+    pub floor: f64,
+    /// ns of work per second the floor grew by (negative: it shrank).
+    pub growth: f64,
 }

@@ -6,7 +6,7 @@
 use crate::qos::{QueryLoad, StreamLoad, engine_load, loss_utility};
 
 use super::adapt::{adapt_headroom, refit};
-use super::allocate::{allocate, weighted};
+use super::allocate::{Held, allocate, weighted};
 use super::feedback::{Feedback, Gains, MAX_STEP, latency_error, latency_miss};
 use super::input::{QueryInput, ShedInput, ShedKind};
 use super::model::load_at;
@@ -16,6 +16,10 @@ use super::trigger::Trigger;
 /// A pause is kept this many ticks, then the next plan decides afresh: a pause decided on
 /// the first crude estimates of a surge must not last as long as the surge does.
 const PAUSE_REVISIT: u32 = 40;
+/// ... or sooner, once the correction has risen this many times over what it was when the
+/// last query was paused (live, pauses decided at `m` 0.2 in a surge's backlog left the
+/// engine half idle for two seconds at `m` 1).
+const PAUSE_RECOVERED: f64 = 2.0;
 /// Caught up: the queued work is under this share of capacity while every latency has
 /// more than `RECOVERY_SLACK` of its target to spare. A correction wound down while a
 /// backlog lasted (a neighbour, a pause) then leaves the engine idle, so it rises by at
@@ -26,6 +30,13 @@ const RECOVERY_SLACK: f64 = 0.3;
 const RECOVERY_STEP: f64 = 0.25;
 /// Below this model error a backlog counts as draining as predicted.
 const DRAINING_ERROR: f64 = 0.1;
+/// The backlog is growing when its floor holds more than `GROWING_FLOOR` seconds of work
+/// and rose by more than `GROWING_RATE` of capacity per second: the engine takes less
+/// than the plan admits, whatever the latencies say yet. Live, on a ramp through
+/// capacity, a model a few percent optimistic let the floor rise from 1 ms to 120 ms of
+/// work over two seconds while every latency still had half its target to spare.
+pub(super) const GROWING_FLOOR: f64 = 0.002;
+pub(super) const GROWING_RATE: f64 = 0.02;
 
 /// What the planner remembers between ticks.
 #[derive(Clone, Debug, PartialEq)]
@@ -45,6 +56,10 @@ pub struct ShedState {
     pub(super) paused: Vec<bool>,
     /// Ticks since the pauses were last decided afresh.
     pub(super) pause_age: u32,
+    /// The correction `m` when a query was last paused: once `m` has recovered to
+    /// `PAUSE_RECOVERED` times it, the pauses are decided afresh (they were chosen against
+    /// a target the feedback has since raised).
+    pub(super) pause_m: f64,
     /// Queries switched to whole-key drops; kept while shedding lasts.
     pub(super) by_keys: Vec<bool>,
 }
@@ -61,6 +76,7 @@ impl Default for ShedState {
             headroom: None,
             paused: Vec::new(),
             pause_age: 0,
+            pause_m: 1.0,
             by_keys: Vec::new(),
         }
     }
@@ -105,6 +121,14 @@ pub fn plan(input: &ShedInput, state: &mut ShedState) -> ShedPlan {
     let out = decide(input, state);
     state.last = Some(out.clone());
     out
+}
+
+/// The backlog's growth as a share of capacity, when it is growing (`GROWING_FLOOR`,
+/// `GROWING_RATE`).
+fn growing(input: &ShedInput, capacity: f64) -> Option<f64> {
+    let b = input.backlog?;
+    (capacity > 0.0 && b.floor > GROWING_FLOOR * capacity && b.growth > GROWING_RATE * capacity)
+        .then(|| b.growth / capacity)
 }
 
 pub(super) fn rate_of(input: &ShedInput, q: &QueryInput) -> f64 {
@@ -188,11 +212,32 @@ fn decide(input: &ShedInput, state: &mut ShedState) -> ShedPlan {
     // that no more work than predicted is feeding is not a model error: the correction
     // holds instead of winding down, and the backlog's melt does the work.
     let draining = report.queue > 0.0 && input.model_error.is_some_and(|e| e < DRAINING_ERROR);
+    let growth = growing(input, capacity);
     let before = state.feedback.correction();
-    let mut m = state
-        .feedback
-        .update(error.filter(|e| !(draining && *e < 0.0)), gains);
-    if report.queue <= CAUGHT_UP * capacity && error.is_some_and(|e| e > RECOVERY_SLACK) {
+    let mut m = match growth {
+        // The engine takes less than the plan admits: the target comes down by the
+        // excess the floor's growth measures (`H * C * m` less `growth`), at most one
+        // step a tick, and latencies with room to spare do not push it back up while
+        // the floor still rises.
+        Some(g) => {
+            let held = state
+                .feedback
+                .update(error.filter(|e| *e < 0.0 && !draining), gains);
+            let cut = (before - g / state.headroom.unwrap_or(p.headroom).max(0.1))
+                .max(before - MAX_STEP)
+                .max(gains.min);
+            let m = held.min(cut);
+            state.feedback.reset(m);
+            m
+        }
+        None => state
+            .feedback
+            .update(error.filter(|e| !(draining && *e < 0.0)), gains),
+    };
+    if growth.is_none()
+        && report.queue <= CAUGHT_UP * capacity
+        && error.is_some_and(|e| e > RECOVERY_SLACK)
+    {
         m = m.max(
             (before * (1.0 + RECOVERY_STEP))
                 .min(before + MAX_STEP)
@@ -200,7 +245,7 @@ fn decide(input: &ShedInput, state: &mut ShedState) -> ShedPlan {
         );
         state.feedback.reset(m);
     }
-    let headroom = adapt_headroom(state, &p, error);
+    let headroom = adapt_headroom(state, &p, error, input.backlog, capacity);
     out.correction = m;
     out.headroom = headroom;
     out.target = headroom * capacity * m;
@@ -223,19 +268,32 @@ fn decide(input: &ShedInput, state: &mut ShedState) -> ShedPlan {
         } else {
             0
         };
-        if state.pause_age >= PAUSE_REVISIT {
+        let had = state.paused.iter().filter(|&&x| x).count();
+        if state.pause_age >= PAUSE_REVISIT || (had > 0 && m >= PAUSE_RECOVERED * state.pause_m) {
             state.pause_age = 0;
             state.paused.clear();
         }
+        // Keeps rise from the last shedding plan's, a step a tick (`allocate`).
+        let prev = state
+            .last
+            .as_ref()
+            .filter(|l| l.shedding)
+            .map(|l| l.delivered.clone());
         allocate(
             input,
             &p,
             report.queue,
             scale,
-            &mut state.paused,
-            &mut state.by_keys,
+            Held {
+                prev: prev.as_deref(),
+                paused: &mut state.paused,
+                by_keys: &mut state.by_keys,
+            },
             &mut out,
         );
+        if state.paused.iter().filter(|&&x| x).count() > had {
+            state.pause_m = m;
+        }
     } else {
         state.paused.clear();
         state.pause_age = 0;

@@ -54,6 +54,7 @@ fn feedback_holds_latency_under_target_when_the_model_is_2x_optimistic() {
             }],
             capacity,
             model_error: None,
+            backlog: None,
             policy: PolicyParams::default(),
         };
         let p = plan(&input, &mut state);
@@ -112,6 +113,7 @@ fn an_accurate_model_needs_no_correction() {
             }],
             capacity,
             model_error: None,
+            backlog: None,
             policy: PolicyParams::default(),
         };
         let p = plan(&input, &mut state);
@@ -152,6 +154,7 @@ fn run_plant(
             }],
             capacity,
             model_error,
+            backlog: None,
             policy: PolicyParams::default(),
         };
         let p = plan(&input, state);
@@ -209,6 +212,7 @@ fn one_odd_tick_moves_the_correction_by_a_bounded_step_and_does_not_lift_sheddin
         }],
         capacity: 1e9,
         model_error: None,
+        backlog: None,
         policy: PolicyParams::default(),
     };
     let p = plan(&odd, &mut state);

@@ -89,6 +89,7 @@ fn fan_out_heavy(curve: &UtilityCurve, lossless_alert: bool) -> ShedInput<'_> {
         queries: vec![agg, agg, agg, agg, alert],
         capacity: 1e9,
         model_error: None,
+        backlog: None,
         policy: PolicyParams {
             kind: ShedKind::Random,
             adaptive_headroom: false,

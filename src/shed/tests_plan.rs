@@ -24,6 +24,7 @@ fn snapshot<'a>(
         queries,
         capacity,
         model_error: None,
+        backlog: None,
         policy: policy(kind),
     }
 }
@@ -56,6 +57,7 @@ fn none_never_sheds_and_tail_drop_only_reports() {
     }
     let tail = ShedInput {
         model_error: None,
+        backlog: None,
         policy: policy(ShedKind::TailDrop),
         ..over
     };

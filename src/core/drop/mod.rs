@@ -150,6 +150,12 @@ fn threshold(p: f64) -> u64 {
     }
 }
 
+/// `p` as a threshold on a uniform 32-bit value (held in a u64, so that keep 1 is
+/// `2^32`): keep iff `u32 < threshold`.
+fn threshold32(p: f64) -> u64 {
+    (p.clamp(0.0, 1.0) * 4_294_967_296.0) as u64
+}
+
 impl DropPoint {
     pub fn new(seed: u64) -> DropPoint {
         DropPoint {
@@ -220,12 +226,24 @@ impl DropPoint {
                         i += 1;
                     }
                 } else {
-                    let t = threshold(keep);
+                    // Two decisions per draw: each half of a u64 against a 32-bit
+                    // threshold (a keep resolved to 2^-32, far below any sampling error),
+                    // half the draws of one per row.
+                    let t = threshold32(keep);
                     sel.resize(n, 0);
                     let mut len = 0;
-                    for i in 0..n {
+                    let mut i = 0;
+                    while i + 1 < n {
+                        let r = self.rng.next_u64();
                         sel[len] = i as u32;
-                        len += usize::from(self.rng.next_u64() < t);
+                        len += usize::from((r as u32 as u64) < t);
+                        sel[len] = (i + 1) as u32;
+                        len += usize::from((r >> 32) < t);
+                        i += 2;
+                    }
+                    if i < n {
+                        sel[len] = i as u32;
+                        len += usize::from((self.rng.next_u64() >> 32) < t);
                     }
                     sel.truncate(len);
                 }

@@ -29,6 +29,7 @@ impl Controller {
         self.rows_shapes.push(rows_shape(engine, q));
         self.key_columns.push(key_columns(engine, q));
         self.prev_queued.push(0.0);
+        self.backlog.clear();
         self.targets
             .push(qos.as_ref().and_then(|s| s.latency).map(|l| l.target));
         if let Some(c) = &mut self.model_costs {
