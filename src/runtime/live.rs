@@ -215,6 +215,10 @@ pub fn run_live_managed(
             let closing = engine.tick_timed(t0, |s| frontiers[s], || clock.now())
                 + emit(&mut engine, outputs, &clock, &mut spent, observers, since);
             let report = controller.tick(&mut engine, clock.now(), workload);
+            // Push sources apply their stream's keep themselves (`source_shed`).
+            for (s, l) in links.iter().enumerate() {
+                l.keep.set(engine.stream_random_keep(s));
+            }
             observers.tick(&TickReport {
                 elapsed: since,
                 control: &report,
@@ -308,6 +312,7 @@ fn pump(
                     }
                     engine.ingest(stream, b);
                 }
+                Ok(SourceMsg::Shed(cut)) => engine.ingest_pre_shed(stream, cut),
                 Ok(SourceMsg::Malformed { count, sample }) => {
                     engine.record_malformed(stream, count);
                     observers.event(Event::Malformed {

@@ -37,6 +37,8 @@ pub mod sinks;
 #[cfg(feature = "shell")]
 pub mod source;
 #[cfg(feature = "shell")]
+pub mod source_shed;
+#[cfg(feature = "shell")]
 pub mod sources;
 pub mod status;
 pub mod stop;

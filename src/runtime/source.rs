@@ -21,7 +21,9 @@ use crossbeam_channel::{Receiver, Sender, TrySendError};
 use super::clock::WallClock;
 use super::controls::RateScale;
 use super::frontier::SourceFrontier;
+use super::source_shed::{SourceShed, StreamKeep};
 use crate::core::batch::Batch;
+use crate::core::engine::PreShed;
 use crate::core::schema::Nanos;
 use crate::generator::StreamGenerator;
 use crate::spec::{Flow, GeneratorSpec, SourceKind, StreamSpec};
@@ -38,6 +40,8 @@ const BURST: usize = 64;
 /// What a source sends the engine thread.
 pub enum SourceMsg {
     Batch(Batch),
+    /// A batch its source cut by the stream's keep (`source_shed`).
+    Shed(PreShed),
     /// `count` inputs could not be parsed; `sample` says why one of them failed.
     Malformed {
         count: u64,
@@ -66,6 +70,8 @@ pub struct SourceContext {
     tx: Sender<SourceMsg>,
     frontier: Arc<SourceFrontier>,
     stop: Arc<AtomicBool>,
+    /// The stream drop point's share of a push source (none for pull: it waits).
+    shed: Option<SourceShed>,
 }
 
 impl SourceContext {
@@ -78,7 +84,13 @@ impl SourceContext {
     /// must not be stamped before the frontier this source last advanced to.
     pub async fn send(&self, batch: Batch) -> Result<(), Closed> {
         let stamp = batch.arrival.first().copied();
-        let mut msg = SourceMsg::Batch(batch);
+        let mut msg = match &self.shed {
+            Some(shed) => match shed.cut(batch) {
+                Ok(cut) => SourceMsg::Shed(cut),
+                Err(whole) => SourceMsg::Batch(whole),
+            },
+            None => SourceMsg::Batch(batch),
+        };
         loop {
             match self.tx.try_send(msg) {
                 Ok(()) => {
@@ -121,6 +133,9 @@ pub struct SourceLink {
     pub flow: Flow,
     /// The source has returned and its channel is empty.
     pub done: bool,
+    /// Where the driver publishes the stream drop point's keep for a push source to apply
+    /// (`source_shed`); left at 1, the source sends every batch whole.
+    pub keep: StreamKeep,
 }
 
 /// Starts `source` for stream `stream` on `runtime`; returns the engine's end of it.
@@ -135,6 +150,14 @@ pub fn spawn(
 ) -> SourceLink {
     let (tx, rx) = crossbeam_channel::bounded(CHANNEL_BATCHES);
     let frontier = Arc::new(SourceFrontier::new(clock.now(), spec.source.idle_timeout));
+    let keep = StreamKeep::default();
+    let shed = (spec.source.flow == Flow::Push).then(|| {
+        SourceShed::new(
+            keep.clone(),
+            spec.schema.types(),
+            0x5eed_5ced ^ stream as u64,
+        )
+    });
     let ctx = SourceContext {
         stream,
         flow: spec.source.flow,
@@ -143,6 +166,7 @@ pub fn spawn(
         tx,
         frontier: frontier.clone(),
         stop,
+        shed,
     };
     let finished = frontier.clone();
     runtime.spawn(async move {
@@ -155,6 +179,7 @@ pub fn spawn(
         frontier,
         flow: spec.source.flow,
         done: false,
+        keep,
     }
 }
 

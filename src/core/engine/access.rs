@@ -175,6 +175,17 @@ impl Engine {
     }
 
     /// The rule each drop point applies now: streams then queries.
+    /// The keep of stream `stream`'s drop point when it is a plain random drop (what a
+    /// source may apply itself, `ingest_pre_shed`); 1 for any other rule or stream.
+    pub fn stream_random_keep(&self, stream: usize) -> f64 {
+        match self.streams.get(stream).map(|s| s.drop.rule()) {
+            Some(crate::core::drop::DropRule::Random { keep }) if keep.is_finite() => {
+                keep.clamp(0.0, 1.0)
+            }
+            _ => 1.0,
+        }
+    }
+
     pub fn drop_rules(&self) -> crate::core::engine::DropRules {
         crate::core::engine::DropRules {
             streams: self.streams.iter().map(|s| s.drop.rule().clone()).collect(),

@@ -15,6 +15,7 @@ use crate::core::drop::DropReason;
 use crate::core::held::Held;
 use crate::core::ingest::{add, diff, loss_kind, observe, share_left};
 use crate::core::operators::{LossKind, Pipeline, TimeSpans};
+use crate::core::plan::TimeSource;
 use crate::core::queue::Queued;
 use crate::core::shard::RoutedTime;
 
@@ -40,6 +41,41 @@ impl Engine {
         batch: Arc<Batch>,
         time: Option<Arc<RoutedTime>>,
     ) {
+        self.ingest_cut(stream, batch, time, None);
+    }
+
+    /// `ingest` of a batch whose stream drop its source already decided (`PreShed`, at
+    /// the keep the stream's drop point published): the kept rows fan out as the drop
+    /// point's would, the rest are counted shed at the stream, and windowed readers learn
+    /// which rows they lost from the offered batch's spans without reading it.
+    pub fn ingest_pre_shed(&mut self, stream: usize, cut: PreShed) {
+        let PreShed {
+            offered,
+            kept,
+            sel,
+            keep,
+            spans,
+        } = cut;
+        self.ingest_cut(
+            stream,
+            Arc::new(offered),
+            None,
+            Some(Given {
+                kept,
+                sel,
+                keep,
+                spans,
+            }),
+        );
+    }
+
+    fn ingest_cut(
+        &mut self,
+        stream: usize,
+        batch: Arc<Batch>,
+        time: Option<Arc<RoutedTime>>,
+        given: Option<Given>,
+    ) {
         debug_assert!(batch.is_consistent());
         let n = batch.len() as u64;
         if n == 0 {
@@ -60,26 +96,37 @@ impl Engine {
         // The batch as offered, kept while any reader must learn which rows it lost.
         let mut offered: Option<Arc<Batch>> = None;
         let mut time = time;
-        let batch = match s.drop.apply(&batch, &mut self.sel) {
-            None => batch,
-            Some(()) => {
-                let sel = &self.sel;
-                let kept = s
-                    .recycled
-                    .filled(&s.types, sel.len(), |k| k.gather_from(&batch, sel));
-                std::mem::swap(&mut self.stream_sel, &mut self.sel);
+        // Each batch's time range, found once for all its windowed readers' loss accounting.
+        let (mut offered_spans, mut shared_spans) = (TimeSpans::new(), TimeSpans::new());
+        let (batch, stream_keep) = match given {
+            // Cut by the source: its rows and spans stand for the drop point's decision.
+            Some(g) => {
+                s.drop.dropped[DropReason::ShedRandom.index()] += n - g.sel.len() as u64;
+                for (t, lo, hi) in g.spans {
+                    offered_spans.seed(t, lo, hi);
+                }
+                self.stream_sel = g.sel;
                 offered = Some(batch);
-                time = time.map(|t| Arc::new(t.gather(&self.stream_sel)));
-                kept
+                (Arc::new(g.kept), g.keep.clamp(0.0, 1.0))
             }
+            None => match s.drop.apply(&batch, &mut self.sel) {
+                None => (batch, s.drop.random_keep()),
+                Some(()) => {
+                    let sel = &self.sel;
+                    let kept = s
+                        .recycled
+                        .filled(&s.types, sel.len(), |k| k.gather_from(&batch, sel));
+                    std::mem::swap(&mut self.stream_sel, &mut self.sel);
+                    offered = Some(batch);
+                    time = time.map(|t| Arc::new(t.gather(&self.stream_sel)));
+                    (kept, s.drop.random_keep())
+                }
+            },
         };
-        let stream_keep = s.drop.random_keep();
         let stream_shed = diff(&s.drop.dropped, &before);
         let stream_loss = loss_kind(&stream_shed, stream_keep);
         s.shared.route(&batch);
         let (types, empty) = (&s.types, &s.empty);
-        // Each batch's time range, found once for all its windowed readers' loss accounting.
-        let (mut offered_spans, mut shared_spans) = (TimeSpans::new(), TimeSpans::new());
         for &qi in &s.readers {
             let q = &mut self.queries[qi];
             q.stats.offered += n;
@@ -146,6 +193,26 @@ impl Engine {
             r.push(offered.unwrap_or(batch));
         }
     }
+}
+
+/// A stream batch cut by its source: the offered rows, the kept ones (`kept` holds the
+/// rows of `offered` that `sel` names, in order), the keep they were drawn with, and the
+/// offered batch's time spans (`(source, min, max)`) for loss accounting.
+#[derive(Debug)]
+pub struct PreShed {
+    pub offered: Batch,
+    pub kept: Batch,
+    pub sel: Vec<u32>,
+    pub keep: f64,
+    pub spans: Vec<(TimeSource, i64, i64)>,
+}
+
+/// `PreShed` less the offered batch, inside the fan-out.
+struct Given {
+    kept: Batch,
+    sel: Vec<u32>,
+    keep: f64,
+    spans: Vec<(TimeSource, i64, i64)>,
 }
 
 /// Queues `item` for `q` (`InputQueue::offer`), or counts its rows as queue-full, lost

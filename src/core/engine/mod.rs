@@ -20,6 +20,7 @@ mod selected;
 mod shard;
 mod shared;
 
+pub use fanout::PreShed;
 pub use history::Replay;
 pub use manage::Removal;
 pub use shard::shard_column;

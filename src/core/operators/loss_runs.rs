@@ -19,6 +19,17 @@ impl TimeSpans {
         TimeSpans::default()
     }
 
+    /// Takes `(lo, hi)` as the span of `time` in the batch these spans are for (as its
+    /// source computed it), so that `of` need not read the batch.
+    pub fn seed(&mut self, time: TimeSource, lo: i64, hi: i64) {
+        if lo > hi || self.known.iter().any(|k| k.0 == Some(time)) {
+            return;
+        }
+        if let Some(slot) = self.known.iter_mut().find(|k| k.0.is_none()) {
+            *slot = (Some(time), lo, hi);
+        }
+    }
+
     /// `(min, max)` of `batch`'s times from `time`; `None` for an empty batch.
     pub(super) fn of(&mut self, time: TimeSource, batch: &Batch) -> Option<(i64, i64)> {
         if let Some(&(_, lo, hi)) = self.known.iter().find(|k| k.0 == Some(time)) {

@@ -172,7 +172,13 @@ pub fn run_live_workers(
             let mut moved = false;
             for (stream, link) in links.iter_mut().enumerate() {
                 while !link.done {
-                    match link.rx.try_recv() {
+                    // Workers keep their stream drop points at 1 for the sources (each
+                    // worker's plan is its own): a cut batch would be an old one, whole.
+                    let msg = match link.rx.try_recv() {
+                        Ok(SourceMsg::Shed(cut)) => Ok(SourceMsg::Batch(cut.offered)),
+                        other => other,
+                    };
+                    match msg {
                         Ok(SourceMsg::Batch(mut b)) => {
                             if link.flow == Flow::Pull {
                                 let now = clock.now();
@@ -193,6 +199,8 @@ pub fn run_live_workers(
                             }
                             moved = true;
                         }
+                        // Taken whole above.
+                        Ok(SourceMsg::Shed(_)) => {}
                         Ok(SourceMsg::Malformed { count, sample }) => {
                             let _ = txs[0].send(ToWorker::Malformed(stream, count));
                             observers.event(Event::Malformed {
