@@ -181,6 +181,11 @@ pub fn run_live_managed(
                 clock: &clock,
             });
         }
+        // A policy or query change between ticks (script, control API) moves the stream
+        // keeps the push sources apply now, not at the next tick.
+        for (s, l) in links.iter().enumerate() {
+            l.keep.set(engine.stream_random_keep(s));
+        }
         if engine.has_work() {
             let start = clock.now();
             if let Some(turn) = engine.run_turn(start) {

@@ -2,9 +2,9 @@
 //! refitting the load model when the feedback correction sits at a bound. Invariant: the
 //! headroom stays in `[H, 1]` and the model scale in `[1 / SCALE_LIMIT, SCALE_LIMIT]`.
 
-use super::input::{BacklogInput, PolicyParams};
+use super::input::PolicyParams;
 use super::plan::ShedPlan;
-use super::planner::{GROWING_FLOOR, GROWING_RATE, ShedState};
+use super::planner::ShedState;
 
 /// Consecutive ticks the correction may sit at a bound before the model is refitted.
 const REFIT_TICKS: u32 = 4;
@@ -25,21 +25,18 @@ const HEADROOM_DOWN: f64 = 0.05;
 const AMPLE_SLACK: f64 = 0.3;
 
 /// Adaptive headroom: up by `HEADROOM_UP` per shedding tick while the worst latency has
-/// ample slack and the engine keeps up (the backlog's floor, measured, holds under
-/// `GROWING_FLOOR` of work: slack shown under load, not the calm before a backlog), down by
-/// `HEADROOM_DOWN` once any latency is above its setpoint or the backlog grows, within
-/// `[H, 1]`.
+/// ample slack and the engine keeps up (`keeps_up`: the backlog's floor, measured, holds
+/// under `GROWING_FLOOR` of work: slack shown under load, not the calm before a backlog),
+/// down by `HEADROOM_DOWN` once any latency is above its setpoint or the backlog grows
+/// (`grows`, as the correction is cut for it), within `[H, 1]`.
 pub(super) fn adapt_headroom(
     state: &mut ShedState,
     p: &PolicyParams,
     error: Option<f64>,
-    backlog: Option<BacklogInput>,
-    capacity: f64,
+    keeps_up: bool,
+    grows: bool,
 ) -> f64 {
     let h = state.headroom.unwrap_or(p.headroom);
-    let keeps_up = backlog.is_some_and(|b| b.floor <= GROWING_FLOOR * capacity);
-    let grows = backlog
-        .is_some_and(|b| b.floor > GROWING_FLOOR * capacity && b.growth > GROWING_RATE * capacity);
     let h = if !p.adaptive_headroom {
         p.headroom
     } else {

@@ -334,7 +334,12 @@ pub(super) fn allocate(
                 cov.cursors[i] / 100.0
             };
             match prev.and_then(|p| p.get(i)) {
-                Some(&was) if out.excess > 0.0 && was.is_finite() && k > was + KEEP_RISE => {
+                Some(&was)
+                    if out.excess > 0.0
+                        && !qs[i].lossless
+                        && was.is_finite()
+                        && k > was + KEEP_RISE =>
+                {
                     was + KEEP_RISE
                 }
                 _ => k,

@@ -37,6 +37,8 @@ const DRAINING_ERROR: f64 = 0.1;
 /// work over two seconds while every latency still had half its target to spare.
 pub(super) const GROWING_FLOOR: f64 = 0.002;
 pub(super) const GROWING_RATE: f64 = 0.02;
+/// Ticks after a cut for growth during which more growth is not cut for again.
+const GROWTH_LAG: u32 = 3;
 
 /// What the planner remembers between ticks.
 #[derive(Clone, Debug, PartialEq)]
@@ -60,6 +62,8 @@ pub struct ShedState {
     /// `PAUSE_RECOVERED` times it, the pauses are decided afresh (they were chosen against
     /// a target the feedback has since raised).
     pub(super) pause_m: f64,
+    /// Ticks left before the backlog's growth is answered again (`GROWTH_LAG`).
+    pub(super) growth_wait: u32,
     /// Queries switched to whole-key drops; kept while shedding lasts.
     pub(super) by_keys: Vec<bool>,
 }
@@ -77,6 +81,7 @@ impl Default for ShedState {
             paused: Vec::new(),
             pause_age: 0,
             pause_m: 1.0,
+            growth_wait: 0,
             by_keys: Vec::new(),
         }
     }
@@ -213,20 +218,33 @@ fn decide(input: &ShedInput, state: &mut ShedState) -> ShedPlan {
     // holds instead of winding down, and the backlog's melt does the work.
     let draining = report.queue > 0.0 && input.model_error.is_some_and(|e| e < DRAINING_ERROR);
     let growth = growing(input, capacity);
+    // The floors lag a cut by a window or so: growth seen in the next `GROWTH_LAG` ticks
+    // was already answered, and cutting for it again would shed it twice.
+    let fresh = growth.filter(|_| state.growth_wait == 0);
+    state.growth_wait = if fresh.is_some() {
+        GROWTH_LAG
+    } else {
+        state.growth_wait.saturating_sub(1)
+    };
     let before = state.feedback.correction();
     let mut m = match growth {
         // The engine takes less than the plan admits: the target comes down by the
-        // excess the floor's growth measures (`H * C * m` less `growth`), at most one
-        // step a tick, and latencies with room to spare do not push it back up while
-        // the floor still rises.
+        // excess the floor's growth measures (`H * C * m` less `growth`, in the model's
+        // scaled costs), at most one step a tick, and latencies with room to spare do not
+        // push it back up while the floor still rises.
         Some(g) => {
             let held = state
                 .feedback
                 .update(error.filter(|e| *e < 0.0 && !draining), gains);
-            let cut = (before - g / state.headroom.unwrap_or(p.headroom).max(0.1))
-                .max(before - MAX_STEP)
-                .max(gains.min);
-            let m = held.min(cut);
+            let m = if fresh.is_some() {
+                let h = state.headroom.unwrap_or(p.headroom).max(0.1);
+                let cut = (before - g * scale / h)
+                    .max(before - MAX_STEP)
+                    .max(gains.min);
+                held.min(cut)
+            } else {
+                held
+            };
             state.feedback.reset(m);
             m
         }
@@ -245,7 +263,10 @@ fn decide(input: &ShedInput, state: &mut ShedState) -> ShedPlan {
         );
         state.feedback.reset(m);
     }
-    let headroom = adapt_headroom(state, &p, error, input.backlog, capacity);
+    let keeps_up = input
+        .backlog
+        .is_some_and(|b| b.floor <= GROWING_FLOOR * capacity);
+    let headroom = adapt_headroom(state, &p, error, keeps_up, fresh.is_some());
     out.correction = m;
     out.headroom = headroom;
     out.target = headroom * capacity * m;
@@ -268,11 +289,12 @@ fn decide(input: &ShedInput, state: &mut ShedState) -> ShedPlan {
         } else {
             0
         };
-        let had = state.paused.iter().filter(|&&x| x).count();
-        if state.pause_age >= PAUSE_REVISIT || (had > 0 && m >= PAUSE_RECOVERED * state.pause_m) {
+        let pausing = state.paused.contains(&true);
+        if state.pause_age >= PAUSE_REVISIT || (pausing && m >= PAUSE_RECOVERED * state.pause_m) {
             state.pause_age = 0;
             state.paused.clear();
         }
+        let had = state.paused.iter().filter(|&&x| x).count();
         // Keeps rise from the last shedding plan's, a step a tick (`allocate`).
         let prev = state
             .last

@@ -2,6 +2,7 @@
 //! true per-tuple cost is twice what the model is told, and must still bring latency under
 //! its target with a keep fraction that settles.
 
+use super::allocate::KEEP_RISE;
 use super::*;
 
 /// One query on one stream, one core: queue `q(k+1) = max(0, q + arrivals * keep -
@@ -223,4 +224,100 @@ fn one_odd_tick_moves_the_correction_by_a_bounded_step_and_does_not_lift_sheddin
         before.correction,
         p.correction
     );
+}
+
+/// A steady 2x overload whose latencies still have room to spare, with the backlog's floor
+/// as `backlog` says.
+fn backlogged(backlog: Option<BacklogInput>) -> ShedInput<'static> {
+    ShedInput {
+        streams: vec![StreamInput::at(2_000_000.0)],
+        queries: vec![QueryInput {
+            latency: Some(LatencyInput {
+                target: 200e6,
+                measured: Some(20e6),
+            }),
+            ..QueryInput::new(0, 1000.0)
+        }],
+        capacity: 1e9,
+        model_error: None,
+        backlog,
+        policy: PolicyParams::default(),
+    }
+}
+
+#[test]
+fn a_growing_backlog_cuts_the_correction_by_its_growth_once_per_lag() {
+    let mut state = ShedState::new();
+    let growing = Some(BacklogInput {
+        floor: 10e6,
+        growth: 90e6,
+    });
+    let p = plan(&backlogged(growing), &mut state);
+    assert!(p.shedding);
+    // 9% of capacity admitted too much, at headroom 0.9: the correction loses 0.1.
+    assert!((p.correction - 0.9).abs() < 1e-9, "{}", p.correction);
+    assert_eq!(
+        p.headroom, 0.9,
+        "headroom does not rise on a growing backlog"
+    );
+    // The floors lag the cut: the next ticks hold (latencies with room do not push back up).
+    for _ in 0..3 {
+        let q = plan(&backlogged(growing), &mut state);
+        assert_eq!(q.correction, p.correction);
+    }
+    let q = plan(&backlogged(growing), &mut state);
+    assert!((q.correction - 0.8).abs() < 1e-9, "{}", q.correction);
+}
+
+#[test]
+fn headroom_rises_only_while_the_engine_keeps_up() {
+    let mut state = ShedState::new();
+    let deep = Some(BacklogInput {
+        floor: 10e6,
+        growth: 0.0,
+    });
+    for _ in 0..5 {
+        assert_eq!(plan(&backlogged(deep), &mut state).headroom, 0.9);
+    }
+    let empty = Some(BacklogInput {
+        floor: 0.0,
+        growth: 0.0,
+    });
+    let mut h = 0.9;
+    for _ in 0..5 {
+        let p = plan(&backlogged(empty), &mut state);
+        assert!(p.headroom > h, "{} after {h}", p.headroom);
+        h = p.headroom;
+    }
+    // Without a measured backlog (the first ticks of a run) it does not rise either.
+    let mut fresh = ShedState::new();
+    for _ in 0..5 {
+        assert_eq!(plan(&backlogged(None), &mut fresh).headroom, 0.9);
+    }
+}
+
+#[test]
+fn keeps_rise_a_step_a_tick_while_an_excess_is_shed_and_at_once_when_none_is_left() {
+    let at = |rate: f64| ShedInput {
+        streams: vec![StreamInput::at(rate)],
+        ..backlogged(None)
+    };
+    let mut state = ShedState::new();
+    let low = plan(&at(10_000_000.0), &mut state).delivered[0];
+    assert!(low < 0.15, "{low}");
+    // 1.2x: the greedy wants about 0.75 at once; the keep climbs 0.1 a tick.
+    let mut was = low;
+    for _ in 0..4 {
+        let d = plan(&at(1_200_000.0), &mut state).delivered[0];
+        assert!(d <= was + KEEP_RISE + 1e-9 && d > was, "{d} after {was}");
+        was = d;
+    }
+    for _ in 0..10 {
+        was = plan(&at(1_200_000.0), &mut state).delivered[0];
+    }
+    assert!((0.6..0.9).contains(&was), "{was}");
+    // Half capacity: nothing to shed, every keep back at 1 while the trigger still holds.
+    let p = plan(&at(500_000.0), &mut state);
+    assert!(p.shedding);
+    assert_eq!(p.delivered[0], 1.0);
 }

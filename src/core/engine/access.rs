@@ -174,7 +174,6 @@ impl Engine {
         self.streams[stream].malformed += n;
     }
 
-    /// The rule each drop point applies now: streams then queries.
     /// The keep of stream `stream`'s drop point when it is a plain random drop (what a
     /// source may apply itself, `ingest_pre_shed`); 1 for any other rule or stream.
     pub fn stream_random_keep(&self, stream: usize) -> f64 {
@@ -186,6 +185,7 @@ impl Engine {
         }
     }
 
+    /// The rule each drop point applies now: streams then queries.
     pub fn drop_rules(&self) -> crate::core::engine::DropRules {
         crate::core::engine::DropRules {
             streams: self.streams.iter().map(|s| s.drop.rule().clone()).collect(),

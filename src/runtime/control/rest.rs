@@ -53,6 +53,9 @@ impl Controller {
     /// `at_rest` and the engine was idle over them.
     pub fn fold_ticks(&mut self, n: u64, last_at: Nanos) {
         debug_assert!(self.at_rest());
+        // The backlog's trend starts afresh: its windows would span the folded ticks (at
+        // rest nothing is queued, so a run that did not fold sees no growth either).
+        self.backlog.clear();
         let h = &mut self.history;
         h.ticks += n;
         if let Some(last) = &mut self.last {
