@@ -288,13 +288,7 @@ impl Controller {
             .enumerate()
             .filter(|(qi, _)| !self.removed[*qi])
             .map(|(qi, q)| {
-                let cost = self
-                    .model_costs
-                    .as_ref()
-                    .and_then(|c| c.get(qi).copied())
-                    .filter(|c| c.is_finite())
-                    .unwrap_or(q.cost);
-                q.queued as f64 * known(cost)
+                q.queued as f64 * known(model_cost(self.model_costs.as_deref(), qi, q.cost))
             })
             .sum();
         let input = ShedInput {
@@ -334,12 +328,7 @@ impl Controller {
                         return gone;
                     }
                     let spec = self.qos[qi].as_ref();
-                    let cost = self
-                        .model_costs
-                        .as_ref()
-                        .and_then(|c| c.get(qi).copied())
-                        .filter(|c| c.is_finite())
-                        .unwrap_or(q.cost);
+                    let cost = model_cost(self.model_costs.as_deref(), qi, q.cost);
                     QueryInput {
                         stream: q.stream,
                         cost,
@@ -496,4 +485,13 @@ impl Controller {
             queue_capacity: None,
         }
     }
+}
+
+/// Query `qi`'s cost per tuple as the load model plans with it: declared (`declared`), or
+/// else `measured`.
+fn model_cost(declared: Option<&[f64]>, qi: usize, measured: f64) -> f64 {
+    declared
+        .and_then(|c| c.get(qi).copied())
+        .filter(|c| c.is_finite())
+        .unwrap_or(measured)
 }
