@@ -10,14 +10,12 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use clap::Args;
-use hdrhistogram::Histogram;
 
 use super::Failure;
 use super::outln;
-use crate::core::schema::Nanos;
 use crate::core::stats::latency_histogram;
 use crate::runtime::assemble::{engine_for, run_headless};
-use crate::runtime::observe::{Event, Observer, Observers, TickReport};
+use crate::runtime::observe::Observers;
 use crate::spec::{self, Policy, parse_duration};
 
 #[derive(Args, Debug)]
@@ -59,8 +57,10 @@ pub struct SoakArgs {
     pub trace: Option<std::path::PathBuf>,
 }
 
+mod measured;
 pub(super) mod shapes;
 
+use measured::Measured;
 use shapes::{ISSUE, SHAPES, shape, workload};
 
 /// The text the capacity probe runs for shape `name`: its queries, the source offering
@@ -95,128 +95,6 @@ fn load_average() -> Option<f64> {
         .next()?
         .parse()
         .ok()
-}
-
-/// What one shape's run measured.
-#[derive(Default)]
-struct Measured {
-    targets: Vec<Option<Nanos>>,
-    surges: Vec<Nanos>,
-    /// Per query: latencies of the current second, and the whole run.
-    second: Vec<Histogram<u64>>,
-    whole: Vec<Histogram<u64>>,
-    current: i64,
-    /// (seconds in which some query's p99 was over its target, seconds counted).
-    over: (u64, u64),
-    /// Query turns' busy share, summed over shedding ticks that drop something.
-    busy_sum: f64,
-    /// Engine work outside query turns (ingest, fan-out, control), share of the tick,
-    /// summed over shedding ticks; and the counter and time it was last read at.
-    ingest_sum: f64,
-    prev_overhead: (u64, Nanos),
-    shedding_ticks: u64,
-    /// Mean share of its input each query is delivered (stream and query drop points
-    /// together), summed over shedding ticks that drop something.
-    keep_sum: f64,
-    utility_sum: f64,
-    ticks: u64,
-    model_error: Option<f64>,
-    refits: u64,
-    insufficient: u64,
-    trace: Option<std::io::BufWriter<std::fs::File>>,
-}
-
-impl Measured {
-    fn close_second(&mut self) {
-        let k = self.current;
-        let start = k * 1_000_000_000;
-        let skipped = self
-            .surges
-            .iter()
-            .any(|&s| start >= s && start < s + 1_000_000_000);
-        let (mut counted, mut over) = (false, false);
-        for (q, h) in self.second.iter_mut().enumerate() {
-            if let (Some(t), false) = (self.targets[q], h.is_empty() || skipped) {
-                counted = true;
-                over |= h.value_at_percentile(99.0) as Nanos > t;
-            }
-            h.reset();
-        }
-        self.over.0 += over as u64;
-        self.over.1 += counted as u64;
-    }
-}
-
-impl Observer for Measured {
-    fn on_tick(&mut self, t: &TickReport<'_>) {
-        let sec = t.elapsed / 1_000_000_000;
-        while sec > self.current {
-            self.close_second();
-            self.current += 1;
-        }
-        for (q, h) in t.tick_latency.iter().enumerate() {
-            let _ = self.second[q].add(*h);
-            let _ = self.whole[q].add(*h);
-        }
-        if t.last {
-            return;
-        }
-        let c = t.control;
-        let (before, at) = self.prev_overhead;
-        let overhead = c.qos.engine.overhead;
-        let ingest = overhead.saturating_sub(before) as f64 / (t.elapsed - at).max(1) as f64;
-        self.prev_overhead = (overhead, t.elapsed);
-        // Ticks that drop something: a tick held in the shedding state with every keep
-        // back at 1 (the trigger's calm ticks after a burst) loses nothing, whatever the
-        // engine's busy share (the simulated checks count the same ticks).
-        if c.plan.shedding && c.plan.drops_any() {
-            self.busy_sum += c.qos.busy;
-            self.ingest_sum += ingest;
-            let d = &c.plan.delivered;
-            self.keep_sum += d.iter().sum::<f64>() / d.len().max(1) as f64;
-            self.shedding_ticks += 1;
-        }
-        let w: f64 = c.plan.utility.len() as f64;
-        self.utility_sum += c.qos.queries.iter().map(|q| q.utility).sum::<f64>() / w.max(1.0);
-        self.ticks += 1;
-        self.model_error = c.qos.model_error_mean;
-        if let Some(out) = self.trace.as_mut() {
-            use std::fmt::Write as _;
-            let p = &c.plan;
-            let mut line = format!(
-                "{:.2} {} demand {:.2} m {:.2} h {:.2} busy {:.2} ingest {:.2} |",
-                t.elapsed as f64 / 1e9,
-                if p.shedding { "S" } else { "-" },
-                p.load / p.target.max(1.0),
-                p.correction,
-                p.headroom,
-                c.qos.busy,
-                ingest
-            );
-            for (q, qq) in c.qos.queries.iter().enumerate() {
-                let h = t.tick_latency.get(q).map_or(0, |h| h.max());
-                let keep = p.delivered.get(q).copied().unwrap_or(1.0);
-                let _ = write!(
-                    line,
-                    " {} {:.2}/{}/{:.0}",
-                    qq.name,
-                    keep,
-                    qq.queued,
-                    h as f64 / 1e6
-                );
-            }
-            let _ = std::io::Write::write_all(out, line.as_bytes());
-            let _ = std::io::Write::write_all(out, b"\n");
-        }
-    }
-
-    fn on_event(&mut self, e: &Event) {
-        match e {
-            Event::ModelRefit { .. } => self.refits += 1,
-            Event::InputDropsInsufficient { .. } => self.insufficient += 1,
-            _ => {}
-        }
-    }
 }
 
 /// Capacity of this machine for `text`'s queries, tuples/s of the stream: a short live

@@ -181,8 +181,9 @@ pub fn run_live_managed(
                 clock: &clock,
             });
         }
-        // A policy or query change between ticks (script, control API) moves the stream
-        // keeps the push sources apply now, not at the next tick.
+        // Push sources apply their stream's keep themselves (`source_shed`): published
+        // every pass, so a plan, a policy or a query change between ticks (script,
+        // control API) reaches them at once.
         for (s, l) in links.iter().enumerate() {
             l.keep.set(engine.stream_random_keep(s));
         }
@@ -220,10 +221,6 @@ pub fn run_live_managed(
             let closing = engine.tick_timed(t0, |s| frontiers[s], || clock.now())
                 + emit(&mut engine, outputs, &clock, &mut spent, observers, since);
             let report = controller.tick(&mut engine, clock.now(), workload);
-            // Push sources apply their stream's keep themselves (`source_shed`).
-            for (s, l) in links.iter().enumerate() {
-                l.keep.set(engine.stream_random_keep(s));
-            }
             observers.tick(&TickReport {
                 elapsed: since,
                 control: &report,

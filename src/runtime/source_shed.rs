@@ -12,10 +12,12 @@ use std::sync::Arc;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use rand::{Rng, SeedableRng, rngs::SmallRng};
+use rand::{SeedableRng, rngs::SmallRng};
 
 use crate::core::batch::Batch;
+use crate::core::drop::sample_rows;
 use crate::core::engine::PreShed;
+use crate::core::operators::TimeSpans;
 use crate::core::plan::TimeSource;
 use crate::core::schema::DataType;
 
@@ -48,7 +50,8 @@ impl StreamKeep {
 pub struct SourceShed {
     keep: StreamKeep,
     types: Vec<DataType>,
-    /// Time columns (and arrival) whose span the engine's loss accounting reads.
+    /// Time columns (and arrival) whose span the engine's loss accounting reads: the
+    /// timestamp columns, stored as ints, so `TimeSpans::span` can read each.
     times: Vec<TimeSource>,
     /// One task sends at a time; the lock is never contended.
     rng: Mutex<SmallRng>,
@@ -79,44 +82,17 @@ impl SourceShed {
         if keep >= 1.0 || batch.is_empty() {
             return Err(batch);
         }
-        let n = batch.len();
-        let mut sel: Vec<u32> = Vec::with_capacity(n);
+        let mut sel: Vec<u32> = Vec::new();
         if keep > 0.0 {
-            let t = (keep * 4_294_967_296.0) as u64;
             let mut rng = self.rng.lock().unwrap_or_else(|e| e.into_inner());
-            sel.resize(n, 0);
-            let mut len = 0;
-            let mut i = 0;
-            while i < n {
-                let r = rng.next_u64();
-                sel[len] = i as u32;
-                len += usize::from((r as u32 as u64) < t);
-                if i + 1 < n {
-                    sel[len] = (i + 1) as u32;
-                    len += usize::from((r >> 32) < t);
-                }
-                i += 2;
-            }
-            sel.truncate(len);
+            sample_rows(&mut rng, keep, batch.len(), &mut sel);
         }
         let mut kept = Batch::new(&self.types, sel.len());
         kept.gather_from(&batch, &sel);
         let spans = self
             .times
             .iter()
-            .filter_map(|&t| {
-                let ts: &[i64] = match t {
-                    TimeSource::Arrival => &batch.arrival,
-                    TimeSource::Column(i) => match batch.columns.get(i) {
-                        Some(crate::core::batch::Column::Int(v)) => v,
-                        _ => return None,
-                    },
-                };
-                let (lo, hi) = ts
-                    .iter()
-                    .fold((i64::MAX, i64::MIN), |(lo, hi), &x| (lo.min(x), hi.max(x)));
-                Some((t, lo, hi))
-            })
+            .filter_map(|&t| TimeSpans::span(t, &batch).map(|(lo, hi)| (t, lo, hi)))
             .collect();
         Ok(PreShed {
             offered: batch,

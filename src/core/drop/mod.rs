@@ -150,10 +150,30 @@ fn threshold(p: f64) -> u64 {
     }
 }
 
-/// `p` as a threshold on a uniform 32-bit value (held in a u64, so that keep 1 is
-/// `2^32`): keep iff `u32 < threshold`.
-fn threshold32(p: f64) -> u64 {
-    (p.clamp(0.0, 1.0) * 4_294_967_296.0) as u64
+/// Fills `sel` with the rows of `0..n` kept with probability `keep` each, ascending: two
+/// decisions per draw, each half of a u64 against a 32-bit threshold (a keep resolved to
+/// 2^-32, far below any sampling error), half the draws of one per row, and no branch on
+/// a draw (a row is written, and counted only if kept). Shared by the engine's drop points
+/// and a push source's cut of its stream (`runtime::source_shed`).
+pub fn sample_rows(rng: &mut SmallRng, keep: f64, n: usize, sel: &mut Vec<u32>) {
+    let t = (keep.clamp(0.0, 1.0) * 4_294_967_296.0) as u64;
+    sel.clear();
+    sel.resize(n, 0);
+    let mut len = 0;
+    let mut i = 0;
+    while i + 1 < n {
+        let r = rng.next_u64();
+        sel[len] = i as u32;
+        len += usize::from((r as u32 as u64) < t);
+        sel[len] = (i + 1) as u32;
+        len += usize::from((r >> 32) < t);
+        i += 2;
+    }
+    if i < n {
+        sel[len] = i as u32;
+        len += usize::from((rng.next_u64() >> 32) < t);
+    }
+    sel.truncate(len);
 }
 
 impl DropPoint {
@@ -226,26 +246,7 @@ impl DropPoint {
                         i += 1;
                     }
                 } else {
-                    // Two decisions per draw: each half of a u64 against a 32-bit
-                    // threshold (a keep resolved to 2^-32, far below any sampling error),
-                    // half the draws of one per row.
-                    let t = threshold32(keep);
-                    sel.resize(n, 0);
-                    let mut len = 0;
-                    let mut i = 0;
-                    while i + 1 < n {
-                        let r = self.rng.next_u64();
-                        sel[len] = i as u32;
-                        len += usize::from((r as u32 as u64) < t);
-                        sel[len] = (i + 1) as u32;
-                        len += usize::from((r >> 32) < t);
-                        i += 2;
-                    }
-                    if i < n {
-                        sel[len] = i as u32;
-                        len += usize::from((self.rng.next_u64() >> 32) < t);
-                    }
-                    sel.truncate(len);
+                    sample_rows(&mut self.rng, keep, n, sel);
                 }
                 let len = sel.len();
                 self.dropped[DropReason::ShedRandom.index()] += (n - len) as u64;

@@ -30,6 +30,13 @@ impl TimeSpans {
         }
     }
 
+    /// `(min, max)` of `batch`'s times from `time`, uncached (what a source computes to
+    /// `seed` spans with); `None` for an empty batch.
+    pub fn span(time: TimeSource, batch: &Batch) -> Option<(i64, i64)> {
+        let ts = times(time, batch);
+        (!ts.is_empty()).then(|| min_max(ts.iter().copied()))
+    }
+
     /// `(min, max)` of `batch`'s times from `time`; `None` for an empty batch.
     pub(super) fn of(&mut self, time: TimeSource, batch: &Batch) -> Option<(i64, i64)> {
         if let Some(&(_, lo, hi)) = self.known.iter().find(|k| k.0 == Some(time)) {
