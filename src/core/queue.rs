@@ -103,27 +103,6 @@ impl InputQueue {
         Some(q)
     }
 
-    /// Thins the queued items in place: `cut` narrows an item's selection (it never adds
-    /// rows) and `held` follows each item's new selection; items left empty are let go.
-    /// Returns the tuples removed, which the caller counts as shed.
-    pub fn thin(&mut self, held: &mut Held, mut cut: impl FnMut(&mut Queued)) -> usize {
-        let mut removed = 0;
-        for item in self.batches.iter_mut() {
-            let before = item.len();
-            held.release(item);
-            cut(item);
-            debug_assert!(item.len() <= before, "a cut never adds rows");
-            removed += before - item.len();
-            if !item.is_empty() {
-                // It was held before and is no larger now: the budget is not asked again.
-                held.hold(item, true);
-            }
-        }
-        self.batches.retain(|q| !q.is_empty());
-        self.tuples -= removed;
-        removed
-    }
-
     /// Changes the bound (tail-drop policies use a small one); queued tuples stay.
     pub fn set_capacity(&mut self, capacity: usize) {
         self.capacity = capacity.max(1);

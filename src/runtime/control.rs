@@ -66,13 +66,14 @@ pub struct Controller {
     targets: Vec<Option<Nanos>>,
     /// The inner guard may cut once per control tick; re-armed by `tick`.
     guard_armed: bool,
+    /// Cuts the inner guard made so far.
+    guard_cuts: u64,
     /// Per query: ns of work per queued tuple as last measured (the guard's backlog).
     guard_costs: Vec<f64>,
     /// Per query: tuples/s it processed over the last second (the guard's Little's law).
     guard_rates: Vec<f64>,
-    /// The queries one guard check cuts, each with the share of its queue it keeps
-    /// (scratch, reused).
-    guard_late: Vec<(usize, f64)>,
+    /// The queries one guard check cuts (scratch, reused).
+    guard_late: Vec<usize>,
     installed_queue: bool,
     history: RunHistory,
     /// The last report, whose plan a final `measure` repeats.
@@ -102,10 +103,6 @@ pub struct RunHistory {
     pub utility_ticks: Vec<u64>,
     /// Times the policy was changed during the run (the dashboard's `s` key).
     pub policy_switches: u64,
-    /// Cuts the inner guard made between control ticks, and the queued tuples those cuts
-    /// dropped (`Engine::thin_queue`).
-    pub guard_cuts: u64,
-    pub guard_thinned: u64,
 }
 
 impl Controller {
@@ -150,6 +147,7 @@ impl Controller {
                 .map(|q| q.qos.as_ref().and_then(|s| s.latency).map(|l| l.target))
                 .collect(),
             guard_armed: true,
+            guard_cuts: 0,
             guard_costs: Vec::new(),
             guard_rates: Vec::new(),
             guard_late: Vec::new(),
@@ -207,12 +205,7 @@ impl Controller {
 
     /// Cuts the inner guard made so far.
     pub fn guard_cuts(&self) -> u64 {
-        self.history.guard_cuts
-    }
-
-    /// Tuples the inner guard dropped from input queues so far.
-    pub fn guard_thinned(&self) -> u64 {
-        self.history.guard_thinned
+        self.guard_cuts
     }
 
     /// Measures the tick ending at `now` without planning (the run's last report, after

@@ -216,13 +216,6 @@ pub fn shedding_summary(h: &RunHistory, snap: &EngineSnapshot) -> String {
         "  shedding: active {} of {} control ticks",
         h.shedding_ticks, h.ticks
     );
-    if h.guard_cuts > 0 {
-        let _ = writeln!(
-            s,
-            "    inner guard: {} cut(s) between ticks, {} queued tuple(s) dropped",
-            h.guard_cuts, h.guard_thinned
-        );
-    }
     for (st, k) in snap.streams.iter().zip(&h.stream_min_keep) {
         let _ = writeln!(s, "    drop point stream {}: lowest keep {:.2}", st.name, k);
     }

@@ -190,13 +190,6 @@ impl DropPoint {
         }
     }
 
-    /// Fills `sel` with the positions of `0..n` kept with probability `keep` each, from
-    /// this point's own random stream (`sample_rows`): a cut of rows already queued for its
-    /// query. The caller counts what it removes.
-    pub fn sample(&mut self, keep: f64, n: usize, sel: &mut Vec<u32>) {
-        sample_rows(&mut self.rng, keep, n, sel);
-    }
-
     pub fn rule(&self) -> &DropRule {
         &self.rule
     }

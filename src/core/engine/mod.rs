@@ -19,7 +19,6 @@ mod manage;
 mod selected;
 mod shard;
 mod shared;
-mod thin;
 
 pub use fanout::PreShed;
 pub use history::Replay;

@@ -7,17 +7,13 @@
 //! quarter of the target (a batch just in from a slow source is deep for its rate, not
 //! late). Under a surge the backlog grows
 //! faster than any age (at 3x, twice as fast), so the surge is caught while it builds, not
-//! when its first tuple is already near the target. A cut also sheds what is already
-//! queued (`Engine::thin_queue`) for a query late by its own queued work or its depth over
-//! its rate, down to the feedback's setpoint of its target: halving arrivals leaves a
-//! surge's first backlog to wait behind itself. Invariant: at most one cut per control
-//! tick (of every query predicted late), never on a lossless query, and the check is two
-//! queue peeks and a division per query with queued input.
+//! when its first tuple is already near the target. Invariant: at most one cut per
+//! control tick (of every query predicted late), never on a lossless query, and the check
+//! is two queue peeks and a division per query with queued input.
 
 use super::Controller;
 use crate::core::drop::DropRule;
 use crate::core::engine::Engine;
-use crate::core::plan::PlanBody;
 use crate::core::schema::Nanos;
 use crate::shed::ShedKind;
 
@@ -30,13 +26,6 @@ pub const GUARD: f64 = 0.9;
 /// target: a batch that has just arrived from a slow source is deep for its rate but not
 /// late.
 pub const CORROBORATED: f64 = 0.25;
-
-/// A late query's queue is cut to what makes its predicted wait this share of its target.
-pub const THIN_TO: f64 = 0.8;
-
-/// The least share of a queue one cut keeps: a cut on an estimate (a cost measured over
-/// the last tick) never empties a queue.
-pub const THIN_FLOOR: f64 = 0.05;
 
 impl Controller {
     /// The fast inner guard, for the driver to call at every scheduler turn. A query's
@@ -62,65 +51,39 @@ impl Controller {
         let mut late = std::mem::take(&mut self.guard_late);
         late.clear();
         let rates = &self.guard_rates;
-        late.extend(engine.queued_queries().filter_map(|q| {
-            if q >= self.targets.len() || self.qos[q].as_ref().is_some_and(|s| s.lossless) {
-                return None;
-            }
-            let t = self.targets[q]? as f64;
-            let age = (now - engine.oldest_queued(q)?) as f64;
-            // Little's law, once the oldest has waited: the newest queued tuple waits
-            // depth / rate.
-            let little = match rates.get(q) {
-                Some(&r) if r > 0.0 && age >= CORROBORATED * t => {
-                    1e9 * engine.queue_depth(q) as f64 / r
-                }
-                _ => 0.0,
-            };
-            // The wait a cut of its queue surely shortens: its own queued work, or its
-            // depth over its rate (the backlog of every query is what it may wait behind
-            // under a work-conserving scheduler, but a deadline scheduler serves it
-            // before queries of looser targets; a cut is for certain lateness only).
-            let own = engine.queue_depth(q) as f64 * costs.get(q).copied().unwrap_or(0.0);
-            let wait = own.max(little);
-            let keep = if waits_show(engine, q, t) {
-                (THIN_TO * t / wait.max(1.0)).clamp(THIN_FLOOR, 1.0)
-            } else {
-                1.0
-            };
-            (age.max(backlog).max(little) >= GUARD * t).then_some((q, keep))
+        late.extend(engine.queued_queries().filter(|&q| {
+            q < self.targets.len()
+                && !self.qos[q].as_ref().is_some_and(|s| s.lossless)
+                && self.targets[q].is_some_and(|t| {
+                    let t = t as f64;
+                    engine.oldest_queued(q).is_some_and(|a| {
+                        let age = (now - a) as f64;
+                        // Little's law, once the oldest has waited: the newest queued
+                        // tuple waits depth / rate.
+                        let little = match rates.get(q) {
+                            Some(&r) if r > 0.0 && age >= CORROBORATED * t => {
+                                1e9 * engine.queue_depth(q) as f64 / r
+                            }
+                            _ => 0.0,
+                        };
+                        age.max(backlog).max(little) >= GUARD * t
+                    })
+                })
         }));
         let cut = !late.is_empty();
         if cut {
             self.guard_armed = false;
-            self.history.guard_cuts += 1;
+            self.guard_cuts += 1;
             let mut rules = engine.drop_rules();
             rules.queue_capacity = None;
-            for &(q, _) in &late {
+            for &q in &late {
                 let rule = &mut rules.queries[q];
                 *rule = halved(std::mem::take(rule));
             }
             engine.install(&rules);
-            // What is already queued waits behind itself whatever the drop points do
-            // now: a late query's queue is cut too, to what brings its predicted wait
-            // (the backlog, or its depth over its rate) to `THIN_TO` of its target.
-            for &(q, keep) in &late {
-                self.history.guard_thinned += engine.thin_queue(q, keep);
-            }
         }
         self.guard_late = late;
         cut
-    }
-}
-
-/// Whether query `q`'s queued wait shows in its latency at once: a filter's results leave
-/// with their tuple, and a window closing at least once per target (`t`, ns) emits behind
-/// whatever is queued. A window closing less often (a 1 s tumbling count with a 300 ms
-/// target) is late only if it closes while its input waits: the next plan has time to
-/// drain its queue before then, and cutting it would lose what need not be lost.
-fn waits_show(engine: &Engine, q: usize, t: f64) -> bool {
-    match &engine.query_plan(q).body {
-        PlanBody::Project(_) => true,
-        PlanBody::Aggregate(a) => a.window.slide as f64 <= t,
     }
 }
 
@@ -220,35 +183,8 @@ queries:
         assert_eq!(rules.queries[0], DropRule::Random { keep: 0.5 });
         // The lossless query is as late, and never cut.
         assert_eq!(rules.queries[1], DropRule::KeepAll);
-        // Its own queued work (50 ms) is not late by itself: its queue is left whole.
-        assert_eq!(engine.queue_depth(0), 10_000);
         // Once per control tick.
         assert!(!c.guard(&mut engine, 2_000_000));
-    }
-
-    #[test]
-    fn a_query_late_by_its_own_queued_work_has_its_queue_cut_to_the_setpoint() {
-        // 30,000 tuples x 5 us = 150 ms of its own work against a 100 ms target: cut to
-        // 80 ms of it (keep 0.53), never the lossless query's.
-        let (mut c, mut engine) = queued(30_000, 0, 5_000.0);
-        assert!(c.guard(&mut engine, 1_000_000));
-        let left = engine.queue_depth(0);
-        assert!((15_000..17_000).contains(&left), "{left} of 30,000 left");
-        assert_eq!(engine.queue_depth(1), 30_000, "never the lossless query's");
-        assert_eq!(c.history().guard_thinned, 30_000 - left as u64);
-        let q = &engine.snapshot().queries[0];
-        let shed: u64 = q.dropped.iter().sum();
-        assert_eq!(q.offered, q.queued + shed, "the ledger balances");
-    }
-
-    #[test]
-    fn a_late_oldest_tuple_alone_does_not_cut_the_queue() {
-        // 20 ms of work but the oldest tuple 95 ms old: the drop point is cut, the queue is
-        // not (its wait is short; a random cut would not make the oldest any younger).
-        let (mut c, mut engine) = queued(10_000, 0, 1_000.0);
-        assert!(c.guard(&mut engine, 95_000_000));
-        assert_eq!(engine.queue_depth(0), 10_000);
-        assert_eq!(c.history().guard_thinned, 0);
     }
 
     #[test]

@@ -196,8 +196,7 @@ pub fn add_tick_latency(into: &mut [Histogram<u64>], from: &[&Histogram<u64>]) {
     }
 }
 
-/// The run's history over the workers: tick counts are the longest worker's, the inner
-/// guards' cuts add up, minimum keeps
+/// The run's history over the workers: tick counts are the longest worker's, minimum keeps
 /// and utilities are the lowest, and a query's utility sum is the mean over the workers
 /// that controlled it (so the summary's utility mean is the mean over those workers).
 pub fn merge_history(
@@ -207,8 +206,6 @@ pub fn merge_history(
     m.ticks = parts.iter().map(|p| p.ticks).max().unwrap_or(0);
     m.shedding_ticks = parts.iter().map(|p| p.shedding_ticks).max().unwrap_or(0);
     m.policy_switches = parts.iter().map(|p| p.policy_switches).max().unwrap_or(0);
-    m.guard_cuts = parts.iter().map(|p| p.guard_cuts).sum();
-    m.guard_thinned = parts.iter().map(|p| p.guard_thinned).sum();
     let low = |v: &mut Vec<f64>, f: fn(&crate::runtime::control::RunHistory) -> &Vec<f64>| {
         for (i, a) in v.iter_mut().enumerate() {
             *a = parts
