@@ -5,15 +5,17 @@
 //! query has been taking tuples at (Little's law: a deep queue of cheap tuples is as late
 //! as its depth says, however little work it holds), once its oldest tuple has waited a
 //! quarter of the target (a batch just in from a slow source is deep for its rate, not
-//! late). Under a surge the backlog grows
-//! faster than any age (at 3x, twice as fast), so the surge is caught while it builds, not
-//! when its first tuple is already near the target. Invariant: at most one cut per
+//! late). Under a surge the backlog grows faster than any age (at 3x, twice as fast), so
+//! the surge is caught while it builds, not when its first tuple is already near the
+//! target; before shedding has begun the work ahead is cut at half the target (`AHEAD`),
+//! since every queued tuple still waits it out. Invariant: at most one cut per
 //! control tick (of every query predicted late), never on a lossless query, and the check
 //! is two queue peeks and a division per query with queued input.
 
 use super::Controller;
 use crate::core::drop::DropRule;
 use crate::core::engine::Engine;
+use crate::core::plan::PlanBody;
 use crate::core::schema::Nanos;
 use crate::shed::ShedKind;
 
@@ -21,6 +23,13 @@ use crate::shed::ShedKind;
 /// above the feedback's setpoint (0.8 by default), so that in a steady overload the
 /// feedback, not a cut every tick, holds the latency.
 pub const GUARD: f64 = 0.9;
+
+/// The inner guard cuts when the wait a query's newest queued tuple has ahead of it (the
+/// backlog, or its depth over its rate) reaches this share of its target (for a query
+/// whose waits show in its latency at once, `waits_show`): earlier than an age, because the work ahead keeps growing until a cut takes effect and every queued
+/// tuple still has to wait it out (at a step to 3x, a cut at 0.9 of the target left a
+/// queue whose last tuples came out over it).
+pub const AHEAD: f64 = 0.5;
 
 /// Little's law is believed once the oldest queued tuple has waited this share of the
 /// target: a batch that has just arrived from a slow source is deep for its rate but not
@@ -51,6 +60,12 @@ impl Controller {
         let mut late = std::mem::take(&mut self.guard_late);
         late.clear();
         let rates = &self.guard_rates;
+        // Early (`AHEAD`) only while not shedding yet: the surge a plan has not met. Once
+        // shedding, the feedback holds latency at its setpoint (under `GUARD`), and an
+        // early cut every tick would take its place and hide the model's error from it.
+        // A semantic cut halves every value range alike, the valuable ones too: it waits
+        // for `GUARD` (an early cut cost the shipped experiment a tenth of its utility).
+        let early = !self.state.shedding() && self.policy.params.kind != ShedKind::Semantic;
         late.extend(engine.queued_queries().filter(|&q| {
             q < self.targets.len()
                 && !self.qos[q].as_ref().is_some_and(|s| s.lossless)
@@ -66,7 +81,12 @@ impl Controller {
                             }
                             _ => 0.0,
                         };
-                        age.max(backlog).max(little) >= GUARD * t
+                        let ahead = if early && waits_show(engine, q, t) {
+                            AHEAD
+                        } else {
+                            GUARD
+                        };
+                        age >= GUARD * t || backlog.max(little) >= ahead * t
                     })
                 })
         }));
@@ -84,6 +104,18 @@ impl Controller {
         }
         self.guard_late = late;
         cut
+    }
+}
+
+/// Whether query `q`'s queued wait shows in its latency at once: a filter's results leave
+/// with their tuple, and a window closing at least once per target (`t`, ns) emits behind
+/// whatever is queued. A window closing less often (a 1 s tumbling count with a 300 ms
+/// target) is late only if it closes while its input waits, so the work ahead of it is
+/// cut at `GUARD`, not `AHEAD`: the next plan has time to drain its queue first.
+fn waits_show(engine: &Engine, q: usize, t: f64) -> bool {
+    match &engine.query_plan(q).body {
+        PlanBody::Project(_) => true,
+        PlanBody::Aggregate(a) => a.window.slide as f64 <= t,
     }
 }
 
@@ -185,6 +217,56 @@ queries:
         assert_eq!(rules.queries[1], DropRule::KeepAll);
         // Once per control tick.
         assert!(!c.guard(&mut engine, 2_000_000));
+    }
+
+    #[test]
+    fn a_backlog_past_half_the_target_is_cut_before_it_is_late() {
+        // 10,000 x 2 x 3 us = 60 ms of work ahead of fresh tuples: over half the 100 ms
+        // target, so cut now (the work ahead only grows until a cut takes effect); 40 ms
+        // is left to the plan.
+        let (mut c, mut engine) = queued(10_000, 0, 3_000.0);
+        assert!(c.guard(&mut engine, 1_000_000));
+        assert_eq!(
+            engine.drop_rules().queries[0],
+            DropRule::Random { keep: 0.5 }
+        );
+        let (mut c, mut engine) = queued(10_000, 0, 2_000.0);
+        assert!(!c.guard(&mut engine, 1_000_000));
+    }
+
+    #[test]
+    fn a_window_closing_less_often_than_its_target_is_cut_only_when_nearly_late() {
+        // The same 60 ms of work ahead, but the window closes once a second: left to the
+        // plan until the work ahead reaches `GUARD` of the target.
+        let w = W.replace(
+            "sql: SELECT k FROM s\n    qos: {latency: {p99: 100ms}}\n",
+            "sql: SELECT k, COUNT(*) AS n FROM s GROUP BY k, TUMBLE(PROCTIME(), INTERVAL '1' SECOND)\n    qos: {latency: {p99: 100ms}}\n",
+        );
+        assert_ne!(w, W);
+        let w = spec::parse(&w, "guard.yaml").expect("valid workload");
+        let policy = parse_policy("kind: random\n", "random.yaml").expect("valid policy");
+        let mut engine = engine_for(&w).expect("engine");
+        let mut c = Controller::new(&w, &mut engine, policy, 1.0, w.engine.tick, 0);
+        let mut b = Batch::new(&[DataType::Int], 10_000);
+        for i in 0..10_000 {
+            b.push_row(0, &[Scalar::Int(i)]);
+        }
+        engine.ingest(0, b);
+        c.guard_costs = vec![3_000.0; 2];
+        assert!(!c.guard(&mut engine, 1_000_000));
+        c.guard_costs = vec![4_500.0; 2];
+        assert!(c.guard(&mut engine, 1_000_000), "90 ms of work ahead");
+    }
+
+    #[test]
+    fn a_semantic_cut_waits_until_nearly_late() {
+        // 60 ms of work ahead: a random policy cuts (above), a semantic one, whose cut is
+        // blind to value, waits for 90 ms.
+        let (mut c, mut engine) = queued(10_000, 0, 3_000.0);
+        c.policy = parse_policy("kind: semantic\n", "semantic.yaml").expect("valid policy");
+        assert!(!c.guard(&mut engine, 1_000_000));
+        c.guard_costs = vec![4_500.0; 2];
+        assert!(c.guard(&mut engine, 1_000_000));
     }
 
     #[test]
