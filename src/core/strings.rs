@@ -11,11 +11,13 @@
 //! may be unbounded (ids, URLs), and a stream-wide dictionary would have to be appended to
 //! from source threads and pruned while batches still point into it. A batch's dictionary
 //! lives exactly as long as the columns that use it and needs no lock. A source whose values
-//! are a fixed set (a generator's `choice`) hands every batch the same dictionary, so
-//! batches of one stream usually share one: appending across them copies codes, and per
-//! value work (a hash, a comparison, a group id) is done once per value, not per row.
-//! Appending rows from a column with another dictionary re-codes them: one lookup per
-//! distinct value the rows use (at most per row), never a per-row reference count.
+//! are a fixed set (a generator's `choice`, Nexmark's pre-built strings) hands every batch
+//! the same dictionary, so batches of one stream usually share one: appending across them
+//! copies codes, and per value work (a hash, a comparison, a group id) is done once per
+//! value, not per row. Appending rows from a column with another dictionary re-codes them:
+//! one lookup per distinct value the rows use (at most per row), never a per-row reference
+//! count. The cost: a column keeps its whole dictionary alive, however few rows it keeps
+//! (a few rows gathered from a large batch hold all of its distinct values).
 
 use std::fmt;
 use std::sync::Arc;
