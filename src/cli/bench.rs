@@ -32,6 +32,10 @@ pub struct BenchArgs {
     /// typed loop, shared, unshared).
     #[arg(long)]
     pub many: bool,
+    /// Only measure the string lines (projection, equality filter, GROUP BY and shared
+    /// equality queries on a string column).
+    #[arg(long)]
+    pub strings: bool,
 }
 
 fn parse_batch_size(s: &str) -> Result<usize, String> {
@@ -74,6 +78,11 @@ queries:
 }
 
 pub fn bench(args: BenchArgs) -> Result<ExitCode, Failure> {
+    if args.strings {
+        let clock = WallClock::start();
+        super::bench_strings::bench_strings(args.tuples, args.batch_size, &clock)?;
+        return Ok(ExitCode::SUCCESS);
+    }
     let yaml = workload_yaml(args.tuples, args.batch_size, AGG_SQL);
     let w = spec::parse(&yaml, "<bench>").map_err(|e| Failure::Other(anyhow::anyhow!("{e}")))?;
     eprintln!(
@@ -231,7 +240,7 @@ fn report(what: &str, tuples: u64, elapsed: Nanos) {
     );
 }
 
-fn pregenerate(w: &Workload, tuples: u64, batch_size: usize) -> Vec<Batch> {
+pub(super) fn pregenerate(w: &Workload, tuples: u64, batch_size: usize) -> Vec<Batch> {
     let s = &w.streams[0];
     let g = s.generator().expect("the bench stream is generated");
     let mut g = crate::generator::StreamGenerator::new(&s.schema, g.fields.clone(), g.seed);

@@ -3,17 +3,17 @@
 //!
 //! Batches are built once and recycled: operators write into a batch the caller owns and
 //! `clear` keeps the capacity, so steady-state processing allocates per batch at most.
-
-use std::sync::Arc;
+//! Strings are dictionary-encoded (`core::strings`): copying a row copies a code.
 
 use super::schema::{DataType, Nanos, Scalar};
+pub use super::strings::{Dict, StrColumn};
 
 /// One column of values. `Int` also stores timestamps (nanoseconds since the epoch).
 #[derive(Clone, Debug, PartialEq)]
 pub enum Column {
     Int(Vec<i64>),
     Float(Vec<f64>),
-    Str(Vec<Arc<str>>),
+    Str(StrColumn),
     Bool(Vec<bool>),
 }
 
@@ -22,7 +22,7 @@ impl Column {
         match ty {
             DataType::Int | DataType::Timestamp => Column::Int(Vec::with_capacity(cap)),
             DataType::Float => Column::Float(Vec::with_capacity(cap)),
-            DataType::Str => Column::Str(Vec::with_capacity(cap)),
+            DataType::Str => Column::Str(StrColumn::with_capacity(cap)),
             DataType::Bool => Column::Bool(Vec::with_capacity(cap)),
         }
     }
@@ -41,17 +41,14 @@ impl Column {
     }
 
     /// The heap bytes this column holds: its buffer's capacity, and for strings each
-    /// value's text and reference counts as if no other row shared it (an upper bound).
+    /// value's text and reference counts as if no other row shared it (an upper bound:
+    /// `StrColumn::heap_bytes`).
     pub fn heap_bytes(&self) -> usize {
         use std::mem::size_of;
         match self {
             Column::Int(v) => v.capacity() * size_of::<i64>(),
             Column::Float(v) => v.capacity() * size_of::<f64>(),
-            Column::Str(v) => {
-                // An `Arc<str>` knows its length without a dereference.
-                let text: usize = v.iter().map(|s| s.len() + 2 * size_of::<usize>()).sum();
-                v.capacity() * size_of::<Arc<str>>() + text
-            }
+            Column::Str(v) => v.heap_bytes(),
             Column::Bool(v) => v.capacity(),
         }
     }
@@ -70,9 +67,7 @@ impl Column {
         match (self, src) {
             (Column::Int(d), Column::Int(s)) => d.extend(sel.iter().map(|&i| s[i as usize])),
             (Column::Float(d), Column::Float(s)) => d.extend(sel.iter().map(|&i| s[i as usize])),
-            (Column::Str(d), Column::Str(s)) => {
-                d.extend(sel.iter().map(|&i| s[i as usize].clone()))
-            }
+            (Column::Str(d), Column::Str(s)) => d.gather_from(s, sel),
             (Column::Bool(d), Column::Bool(s)) => d.extend(sel.iter().map(|&i| s[i as usize])),
             (d, s) => unreachable!("gather between {:?} and {:?} columns", kind(d), kind(s)),
         }
@@ -83,7 +78,7 @@ impl Column {
         match (self, src) {
             (Column::Int(d), Column::Int(s)) => d.extend_from_slice(s),
             (Column::Float(d), Column::Float(s)) => d.extend_from_slice(s),
-            (Column::Str(d), Column::Str(s)) => d.extend_from_slice(s),
+            (Column::Str(d), Column::Str(s)) => d.extend_from(s),
             (Column::Bool(d), Column::Bool(s)) => d.extend_from_slice(s),
             (d, s) => unreachable!("extend between {:?} and {:?} columns", kind(d), kind(s)),
         }
@@ -95,7 +90,7 @@ impl Column {
             (Column::Int(d), Scalar::Int(v) | Scalar::Timestamp(v)) => d.push(*v),
             (Column::Float(d), Scalar::Float(v)) => d.push(*v),
             (Column::Float(d), Scalar::Int(v)) => d.push(*v as f64),
-            (Column::Str(d), Scalar::Str(v)) => d.push(v.clone()),
+            (Column::Str(d), Scalar::Str(v)) => d.push(v),
             (Column::Bool(d), Scalar::Bool(v)) => d.push(*v),
             (d, v) => unreachable!("push {v:?} into a {:?} column", kind(d)),
         }

@@ -1,16 +1,19 @@
 //! Selections straight from a comparison of a column with a constant (`temp > 0.0`,
-//! `sensor = 4`, either side): the indices of the rows that pass, without the column of
-//! booleans `Expr::eval` would build first (an allocation and a second pass per batch).
+//! `sensor = 4`, `city = 'oslo'`, either side): the indices of the rows that pass, without
+//! the column of booleans `Expr::eval` would build first (an allocation and a second pass
+//! per batch). A string column is compared once per dictionary value, then per row by code.
 //!
 //! Invariant: the rows are exactly those `Expr::eval` marks true: the same operator on the
 //! same values (a NaN passes only `<>`, as there).
 
-use super::batch::{Batch, Column};
+use super::batch::{Batch, Column, StrColumn};
+use super::datum::Datum;
 use super::expr::{BinOp, Expr};
 use super::schema::Scalar;
 
 /// The rows of `batch` for which `expr` holds, when `expr` is a column compared with an
-/// int or float constant of the column's type: `Some(true)` when every row holds it
+/// int, float or string constant of the column's type (a string column only when its
+/// dictionary has no more values than the batch has rows): `Some(true)` when every row holds it
 /// (`sel` left empty), `Some(false)` with the passing rows in `sel`. `None` for any
 /// other expression (nothing written).
 pub(super) fn select_compare(expr: &Expr, batch: &Batch, sel: &mut Vec<u32>) -> Option<bool> {
@@ -25,8 +28,52 @@ pub(super) fn select_compare(expr: &Expr, batch: &Batch, sel: &mut Vec<u32>) -> 
     match (&batch.columns[column], constant) {
         (Column::Int(v), Scalar::Int(k) | Scalar::Timestamp(k)) => by_op(v, *k, op, sel),
         (Column::Float(v), Scalar::Float(k)) => by_op(v, *k, op, sel),
+        (Column::Str(v), Scalar::Str(k)) if v.per_value_pays(v.len()) => {
+            let pass = per_value(v, |x| str_op(op, x, k))?;
+            Some(keep(v.codes(), sel, |c| pass[c as usize]))
+        }
         _ => None,
     }
+}
+
+/// `x op k` on strings; `None` for an operator that is no comparison.
+fn str_op(op: BinOp, x: &str, k: &str) -> Option<bool> {
+    Some(match op {
+        BinOp::Eq => x == k,
+        BinOp::NotEq => x != k,
+        BinOp::Lt => x < k,
+        BinOp::LtEq => x <= k,
+        BinOp::Gt => x > k,
+        BinOp::GtEq => x >= k,
+        _ => return None,
+    })
+}
+
+/// `f` of each value of `v`'s dictionary, by code; `None` if `f` gives `None` for one.
+fn per_value(v: &StrColumn, f: impl Fn(&str) -> Option<bool>) -> Option<Vec<bool>> {
+    v.dict().values().iter().map(|x| f(x)).collect()
+}
+
+/// A string column compared with a string constant (either side) as a column of booleans,
+/// once per dictionary value and then per row by code: the values `Expr::eval` gives row
+/// by row. `None` for other operands, or a dictionary with more values than rows.
+pub(super) fn str_cmp_by_value<'a>(
+    op: BinOp,
+    l: &Datum<'_>,
+    r: &Datum<'_>,
+    n: usize,
+) -> Option<Datum<'a>> {
+    let (v, pass) = match (l, r) {
+        (Datum::Strs(v), Datum::Str(k)) if v.per_value_pays(n) => {
+            (v, per_value(v, |x| str_op(op, x, k))?)
+        }
+        (Datum::Str(k), Datum::Strs(v)) if v.per_value_pays(n) => {
+            (v, per_value(v, |x| str_op(op, k, x))?)
+        }
+        _ => return None,
+    };
+    let rows = v.codes().iter().map(|&c| pass[c as usize]).collect();
+    Some(Datum::Owned(Column::Bool(rows)))
 }
 
 /// `k op x` as `x op' k`; `None` for an operator that is no comparison.

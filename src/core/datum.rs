@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use super::batch::Column;
+use super::batch::{Column, StrColumn};
 use super::schema::Scalar;
 
 /// The bits a float group key is compared and hashed by: -0.0 is 0.0 and every NaN is
@@ -36,7 +36,7 @@ pub enum Storage {
 pub enum Datum<'a> {
     Ints(&'a [i64]),
     Floats(&'a [f64]),
-    Strs(&'a [Arc<str>]),
+    Strs(&'a StrColumn),
     Bools(&'a [bool]),
     Owned(Column),
     Int(i64),
@@ -148,12 +148,12 @@ impl<'a> Datum<'a> {
             (Datum::Owned(c), out) => out.extend_from(c),
             (Datum::Ints(v), Column::Int(o)) => o.extend_from_slice(v),
             (Datum::Floats(v), Column::Float(o)) => o.extend_from_slice(v),
-            (Datum::Strs(v), Column::Str(o)) => o.extend_from_slice(v),
+            (Datum::Strs(v), Column::Str(o)) => o.extend_from(v),
             (Datum::Bools(v), Column::Bool(o)) => o.extend_from_slice(v),
             (Datum::Int(v), Column::Int(o)) => o.extend(std::iter::repeat_n(*v, n)),
             (Datum::Int(v), Column::Float(o)) => o.extend(std::iter::repeat_n(*v as f64, n)),
             (Datum::Float(v), Column::Float(o)) => o.extend(std::iter::repeat_n(*v, n)),
-            (Datum::Str(v), Column::Str(o)) => o.extend(std::iter::repeat_n(v.clone(), n)),
+            (Datum::Str(v), Column::Str(o)) => o.push_repeat(v, n),
             (Datum::Bool(v), Column::Bool(o)) => o.extend(std::iter::repeat_n(*v, n)),
             (d, o) => unreachable!("append {d:?} to {o:?}"),
         }
@@ -166,9 +166,7 @@ impl<'a> Datum<'a> {
             (Datum::Owned(c), out) => out.gather_from(c, sel),
             (Datum::Ints(v), Column::Int(o)) => o.extend(sel.iter().map(|&i| v[i as usize])),
             (Datum::Floats(v), Column::Float(o)) => o.extend(sel.iter().map(|&i| v[i as usize])),
-            (Datum::Strs(v), Column::Str(o)) => {
-                o.extend(sel.iter().map(|&i| v[i as usize].clone()))
-            }
+            (Datum::Strs(v), Column::Str(o)) => o.gather_from(v, sel),
             (Datum::Bools(v), Column::Bool(o)) => o.extend(sel.iter().map(|&i| v[i as usize])),
             (d, o) => d.append_to(o, sel.len()),
         }
@@ -182,7 +180,7 @@ impl<'a> Datum<'a> {
                 let mut c = match d.storage() {
                     Storage::Int => Column::Int(Vec::with_capacity(n)),
                     Storage::Float => Column::Float(Vec::with_capacity(n)),
-                    Storage::Str => Column::Str(Vec::with_capacity(n)),
+                    Storage::Str => Column::Str(StrColumn::with_capacity(n)),
                     Storage::Bool => Column::Bool(Vec::with_capacity(n)),
                 };
                 d.append_to(&mut c, n);

@@ -2,8 +2,8 @@
 //! plan time and operand types are made equal by the planner (it inserts `ToFloat`), so
 //! evaluation never looks up a name or coerces a value per row.
 
-use super::batch::{Batch, Column};
-use super::compare::select_compare;
+use super::batch::{Batch, Column, StrColumn};
+use super::compare::{select_compare, str_cmp_by_value};
 pub use super::datum::{Datum, Side, Storage};
 use super::rows::Rows;
 use super::schema::Scalar;
@@ -346,6 +346,9 @@ fn binary<'a>(op: BinOp, l: &Datum<'_>, r: &Datum<'_>, n: usize) -> Datum<'a> {
             ),
             Storage::Bool => datum!(zip(l.bools(), r.bools(), |x, y| cmp(op, x, y)), Bool, Bool),
             Storage::Str => {
+                if let Some(d) = str_cmp_by_value(op, l, r, n) {
+                    return d;
+                }
                 let one = matches!(l, Datum::Str(_)) && matches!(r, Datum::Str(_));
                 let rows = if one { 1 } else { n };
                 let v: Vec<bool> = (0..rows)
@@ -404,14 +407,16 @@ fn eval_case<'a>(branches: &[(Expr, Expr)], otherwise: &Expr, batch: &Batch) -> 
     Datum::Owned(match &values[0] {
         Column::Int(_) => Column::Int((0..n).map(|i| ints_of(pick(i))[i]).collect()),
         Column::Float(_) => Column::Float((0..n).map(|i| floats_of(pick(i))[i]).collect()),
-        Column::Str(_) => Column::Str(
-            (0..n)
-                .map(|i| match pick(i) {
-                    Column::Str(v) => v[i].clone(),
+        Column::Str(_) => {
+            let mut out = StrColumn::with_capacity(n);
+            for i in 0..n {
+                match pick(i) {
+                    Column::Str(v) => out.push(&v[i]),
                     other => unreachable!("CASE branch {other:?}"),
-                })
-                .collect(),
-        ),
+                }
+            }
+            Column::Str(out)
+        }
         Column::Bool(_) => Column::Bool(
             (0..n)
                 .map(|i| match pick(i) {

@@ -23,4 +23,5 @@ pub mod schema;
 pub mod shard;
 pub mod shared;
 pub mod stats;
+pub mod strings;
 pub mod timefmt;

@@ -59,6 +59,13 @@ pub fn shards_of(batch: &Batch, column: usize, shards: usize, out: &mut Vec<u32>
         Column::Int(v) => out.extend(v.iter().map(|&x| (mix(x as u64) & mask) as u32)),
         Column::Float(v) => out.extend(v.iter().map(|&x| (mix(float_key_bits(x)) & mask) as u32)),
         Column::Bool(v) => out.extend(v.iter().map(|&x| (mix(x as u64) & mask) as u32)),
+        // A string is hashed once per dictionary value, then looked up per row by code.
+        Column::Str(v) if v.per_value_pays(v.len()) => {
+            let by_code: Vec<u32> = (v.dict().values().iter())
+                .map(|x| (hash_str(x) & mask) as u32)
+                .collect();
+            out.extend(v.codes().iter().map(|&c| by_code[c as usize]))
+        }
         Column::Str(v) => out.extend(v.iter().map(|x| (hash_str(x) & mask) as u32)),
     }
 }
@@ -127,6 +134,13 @@ impl ShardFilter {
             Column::Int(v) => compact(sel, |i| own(mix(v[i] as u64))),
             Column::Float(v) => compact(sel, |i| own(mix(float_key_bits(v[i])))),
             Column::Bool(v) => compact(sel, |i| own(mix(v[i] as u64))),
+            Column::Str(v) if v.per_value_pays(sel.len()) => {
+                let by_code: Vec<bool> = (v.dict().values().iter())
+                    .map(|x| own(hash_str(x)))
+                    .collect();
+                let codes = v.codes();
+                compact(sel, |i| by_code[codes[i] as usize])
+            }
             Column::Str(v) => compact(sel, |i| own(hash_str(&v[i]))),
         }
     }

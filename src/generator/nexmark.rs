@@ -11,7 +11,7 @@ use rand::rngs::SmallRng;
 use rand::{RngExt, SeedableRng};
 
 use super::mix_seed;
-use crate::core::batch::{Batch, Column};
+use crate::core::batch::{Batch, Column, Dict};
 use crate::core::schema::{DataType, Nanos};
 use crate::spec::NexmarkEvent;
 
@@ -226,24 +226,28 @@ const CARDS: usize = 64;
 const ITEMS: usize = 256;
 const URLS: usize = 64;
 
-/// Pre-built strings: values are clones of these `Arc`s, never fresh allocations.
+/// One field's pre-built values: a dictionary every batch shares, and each value's code.
+type Coded = (Arc<Dict>, Vec<u32>);
+
+/// Pre-built strings: a row is a code into one of these dictionaries, never a fresh
+/// allocation or a reference count.
 #[derive(Clone, Debug)]
 struct Strings {
-    names: Vec<Arc<str>>,
-    emails: Vec<Arc<str>>,
-    cards: Vec<Arc<str>>,
-    cities: Vec<Arc<str>>,
-    states: Vec<Arc<str>>,
-    items: Vec<Arc<str>>,
-    descriptions: Vec<Arc<str>>,
-    channels: Vec<Arc<str>>,
-    urls: Vec<Arc<str>>,
-    empty: Arc<str>,
+    names: Coded,
+    emails: Coded,
+    cards: Coded,
+    cities: Coded,
+    states: Coded,
+    items: Coded,
+    descriptions: Coded,
+    channels: Coded,
+    urls: Coded,
+    empty: Coded,
 }
 
 impl Strings {
     fn new() -> Strings {
-        let arcs = |v: Vec<String>| v.into_iter().map(Arc::from).collect::<Vec<Arc<str>>>();
+        let arcs = |v: Vec<String>| Dict::of(&v.into_iter().map(Arc::from).collect::<Vec<_>>());
         let names: Vec<String> = FIRST_NAMES
             .iter()
             .flat_map(|f| LAST_NAMES.iter().map(move |l| format!("{f} {l}")))
@@ -287,7 +291,7 @@ impl Strings {
                     })
                     .collect(),
             ),
-            empty: Arc::from(""),
+            empty: Dict::of(&[Arc::from("")]),
         }
     }
 }
@@ -364,18 +368,21 @@ impl NexmarkGenerator {
                     F::Bidder => v.bidder,
                     _ => v.price,
                 }),
-                (Column::Str(c), f) => c.push(match f {
-                    F::Name => s.names[v.name].clone(),
-                    F::EmailAddress => s.emails[v.name].clone(),
-                    F::CreditCard => s.cards[v.card].clone(),
-                    F::City => s.cities[v.city].clone(),
-                    F::State => s.states[v.state].clone(),
-                    F::ItemName => s.items[v.item].clone(),
-                    F::Description => s.descriptions[v.item].clone(),
-                    F::Channel => s.channels[v.channel].clone(),
-                    F::Url => s.urls[v.url].clone(),
-                    _ => s.empty.clone(),
-                }),
+                (Column::Str(c), f) => {
+                    let ((dict, codes), i) = match f {
+                        F::Name => (&s.names, v.name),
+                        F::EmailAddress => (&s.emails, v.name),
+                        F::CreditCard => (&s.cards, v.card),
+                        F::City => (&s.cities, v.city),
+                        F::State => (&s.states, v.state),
+                        F::ItemName => (&s.items, v.item),
+                        F::Description => (&s.descriptions, v.item),
+                        F::Channel => (&s.channels, v.channel),
+                        F::Url => (&s.urls, v.url),
+                        _ => (&s.empty, 0),
+                    };
+                    c.push_coded(dict, codes[i]);
+                }
                 // Validation gives every field its event type; nothing else reaches here.
                 (Column::Float(c), _) => c.push(0.0),
                 (Column::Bool(c), _) => c.push(false),

@@ -1,7 +1,8 @@
 //! Samplers: a `FieldGen` compiled for one field type, writing whole runs of values into a
 //! column. Each sampler variant produces exactly one column kind, chosen when it is built,
 //! so filling a column is one `match` per call and a tight loop with no per-tuple allocation
-//! (strings are clones of pre-built `Arc<str>`s).
+//! (strings are codes into a dictionary built with the sampler, which every batch it fills
+//! shares: no reference count per tuple).
 
 use std::sync::Arc;
 
@@ -10,7 +11,7 @@ use rand::rngs::SmallRng;
 use rand_distr::{Normal, Zipf};
 
 use super::field::FieldGen;
-use crate::core::batch::Column;
+use crate::core::batch::{Column, Dict};
 use crate::core::schema::{DataType, Nanos, Scalar};
 
 /// A distribution ready to draw values of one field type.
@@ -36,9 +37,12 @@ pub(super) enum Sampler {
         step: f64,
     },
     /// `cumulative` holds the running sums of the weights; empty means equal weights.
+    /// `codes` holds each listed value's code in `dict` (the distinct values), so a draw
+    /// is an index into `codes` as it was into the list.
     Choice {
-        values: Vec<Arc<str>>,
         cumulative: Vec<f64>,
+        dict: Arc<Dict>,
+        codes: Vec<u32>,
     },
     Bernoulli(f64),
     Now,
@@ -112,7 +116,8 @@ impl Sampler {
                 _ => Sampler::SeqInt { start: 0, step: 1 },
             },
             FieldGen::Choice { values, weights } => {
-                let values = values.iter().map(|v| Arc::from(v.as_str())).collect();
+                let values: Vec<Arc<str>> = values.iter().map(|v| Arc::from(v.as_str())).collect();
+                let (dict, codes) = Dict::of(&values);
                 let mut cumulative = Vec::new();
                 if let Some(w) = weights {
                     let mut sum = 0.0;
@@ -124,7 +129,11 @@ impl Sampler {
                         cumulative.clear();
                     }
                 }
-                Sampler::Choice { values, cumulative }
+                Sampler::Choice {
+                    cumulative,
+                    dict,
+                    codes,
+                }
             }
             FieldGen::Bernoulli { p } => Sampler::Bernoulli(*p),
             FieldGen::Now => Sampler::Now,
@@ -161,16 +170,24 @@ impl Sampler {
             (Sampler::SeqFloat { start, step }, Column::Float(v)) => {
                 v.extend((0..n).map(|k| start + (run.first_index + k as u64) as f64 * step))
             }
-            (Sampler::Choice { values, cumulative }, Column::Str(v)) => {
-                v.extend((0..n).map(|_| values[pick(rng, values.len(), cumulative)].clone()))
-            }
+            (
+                Sampler::Choice {
+                    cumulative,
+                    dict,
+                    codes,
+                },
+                Column::Str(v),
+            ) => v.extend_coded(
+                dict,
+                (0..n).map(|_| codes[pick(rng, codes.len(), cumulative)]),
+            ),
             (Sampler::Bernoulli(p), Column::Bool(v)) => {
                 v.extend((0..n).map(|_| rng.random::<f64>() < *p))
             }
             (Sampler::Now, Column::Int(v)) => v.extend((0..n).map(|k| run.arrival(k))),
             (Sampler::Int(x), Column::Int(v)) => v.extend(std::iter::repeat_n(*x, n)),
             (Sampler::Float(x), Column::Float(v)) => v.extend(std::iter::repeat_n(*x, n)),
-            (Sampler::Str(x), Column::Str(v)) => v.extend(std::iter::repeat_n(x, n).cloned()),
+            (Sampler::Str(x), Column::Str(v)) => v.push_repeat(x, n),
             (Sampler::Bool(x), Column::Bool(v)) => v.extend(std::iter::repeat_n(*x, n)),
             // A batch whose column types differ from the schema: keep it rectangular.
             (_, col) => push_zeros(col, n),
@@ -196,10 +213,7 @@ pub(super) fn push_zeros(col: &mut Column, n: usize) {
     match col {
         Column::Int(v) => v.extend(std::iter::repeat_n(0, n)),
         Column::Float(v) => v.extend(std::iter::repeat_n(0.0, n)),
-        Column::Str(v) => {
-            let empty: Arc<str> = Arc::from("");
-            v.extend(std::iter::repeat_n(empty, n))
-        }
+        Column::Str(v) => v.push_repeat(&Arc::from(""), n),
         Column::Bool(v) => v.extend(std::iter::repeat_n(false, n)),
     }
 }

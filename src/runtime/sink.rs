@@ -246,6 +246,44 @@ mod tests {
         assert_eq!(emitted(&names, &types, &b, Some(&exact)), want);
     }
 
+    /// Strings gathered from batches with different dictionaries (re-coded into one) are
+    /// written as their text, row by row.
+    #[test]
+    fn string_rows_are_written_as_text_whatever_their_dictionary() {
+        let types = [DataType::Str, DataType::Int];
+        let batch = |rows: &[(&str, i64)]| {
+            let mut b = Batch::new(&types, rows.len());
+            for &(s, k) in rows {
+                b.push_row(1_000_000, &[Scalar::Str(s.into()), Scalar::Int(k)]);
+            }
+            b
+        };
+        let first = batch(&[("rome", 1), ("oslo", 2), ("rome", 3)]);
+        let second = batch(&[("lima", 4), ("oslo", 5), ("x\"y", 6)]);
+        let mut b = Batch::new(&types, 0);
+        b.gather_from(&first, &[2, 1]);
+        b.gather_from(&second, &[1, 0, 2]);
+        b.extend_from(&first);
+        let names: Vec<String> = ["city", "k"].map(String::from).to_vec();
+        let line = |c: &str, k: i64| {
+            format!("{{\"query\":\"q\",\"latency_ms\":2.500,\"city\":{c},\"k\":{k}}}\n")
+        };
+        let want: String = [
+            ("\"rome\"", 3),
+            ("\"oslo\"", 2),
+            ("\"oslo\"", 5),
+            ("\"lima\"", 4),
+            ("\"x\\\"y\"", 6),
+            ("\"rome\"", 1),
+            ("\"oslo\"", 2),
+            ("\"rome\"", 3),
+        ]
+        .iter()
+        .map(|&(c, k)| line(c, k))
+        .collect();
+        assert_eq!(emitted(&names, &types, &b, None), want);
+    }
+
     #[test]
     fn approximate_rows_carry_keep_intervals_and_bounds() {
         let types = [DataType::Str, DataType::Int, DataType::Float, DataType::Int];

@@ -21,6 +21,8 @@ mod tests;
 #[cfg(test)]
 mod tests_chunks;
 #[cfg(test)]
+mod tests_dict;
+#[cfg(test)]
 mod tests_selection;
 #[cfg(test)]
 mod tests_sliced;

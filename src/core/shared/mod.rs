@@ -154,6 +154,17 @@ impl ColumnIndex {
                 let Column::Str(v) = &batch.columns[*column] else {
                     unreachable!("index column type fixed at plan time")
                 };
+                // Each dictionary value is looked up once, then each row by its code.
+                if v.per_value_pays(v.len()) {
+                    let by_code: Vec<Option<&Vec<u32>>> =
+                        v.dict().values().iter().map(|x| eq.get(x)).collect();
+                    for (i, &c) in v.codes().iter().enumerate() {
+                        if let Some(s) = by_code[c as usize] {
+                            s.iter().for_each(|&s| rows[s as usize].push(i as u32));
+                        }
+                    }
+                    return;
+                }
                 for (i, x) in v.iter().enumerate() {
                     if let Some(s) = eq.get(x) {
                         s.iter().for_each(|&s| rows[s as usize].push(i as u32));

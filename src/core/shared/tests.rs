@@ -4,7 +4,7 @@
 use proptest::prelude::*;
 
 use super::{Cmp, Indexable, Key, SharedIndex};
-use crate::core::batch::Batch;
+use crate::core::batch::{Batch, Column, StrColumn};
 use crate::core::expr::{BinOp, Expr};
 use crate::core::schema::{DataType, Scalar};
 
@@ -99,5 +99,50 @@ proptest! {
             prop_assert_eq!(index.rows_of(*q), Some(sel.as_slice()), "{:?}", m);
             prop_assert_eq!(index.rows_of(q + 1), None);
         }
+    }
+}
+
+/// String members under a dictionary larger than the batch (values no row uses: looked up
+/// per row) and one no larger (looked up per value): the rows `Expr::select` passes.
+#[test]
+fn string_members_route_the_same_rows_under_any_dictionary() {
+    let members: Vec<(usize, Indexable)> = (["a", "b", "zz"].iter().enumerate())
+        .map(|(q, s)| {
+            let key = Key::Str((*s).into());
+            (
+                q,
+                Indexable {
+                    column: 2,
+                    cmp: Cmp::Eq,
+                    key,
+                },
+            )
+        })
+        .collect();
+    let mut index = SharedIndex::build(&members);
+    let texts = ["b", "a", "b", "c", "zz"];
+    let mut small = Batch::new(&TYPES, texts.len());
+    for (j, s) in texts.iter().enumerate() {
+        small.push_row(
+            j as i64,
+            &[Scalar::Int(0), Scalar::Float(0.0), Scalar::Str((*s).into())],
+        );
+    }
+    let mut large = small.clone();
+    let mut c = StrColumn::with_capacity(texts.len());
+    (0..20).for_each(|i| c.push(&format!("unused{i}").into()));
+    c.truncate(0);
+    texts.iter().for_each(|s| c.push(&(*s).into()));
+    large.columns[2] = Column::Str(c);
+    let mut sel = Vec::new();
+    for b in [&small, &large] {
+        index.route(b);
+        for (q, m) in &members {
+            expr(m).select(b, &mut sel);
+            assert_eq!(index.rows_of(*q), Some(sel.as_slice()), "{m:?}");
+        }
+        assert_eq!(index.rows_of(0), Some(&[1][..]));
+        assert_eq!(index.rows_of(1), Some(&[0, 2][..]));
+        assert_eq!(index.rows_of(2), Some(&[4][..]));
     }
 }

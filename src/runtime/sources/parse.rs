@@ -185,7 +185,7 @@ pub(super) fn push_text(
                 t if t.eq_ignore_ascii_case("false") => c.push(false),
                 _ => return false,
             },
-            (Column::Str(c), _) => c.push(strings.get(text)),
+            (Column::Str(c), _) => c.push_str(text, || strings.get(text)),
         }
         true
     }

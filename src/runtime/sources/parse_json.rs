@@ -167,7 +167,8 @@ impl<'de> Visitor<'de> for Value<'_> {
     fn visit_str<E: de::Error>(self, v: &str) -> Result<(), E> {
         let ok = match (self.ty, &mut *self.col) {
             (DataType::Str, Column::Str(c)) => {
-                c.push(self.strings.get(v));
+                let strings = &mut *self.strings;
+                c.push_str(v, || strings.get(v));
                 true
             }
             (DataType::Timestamp, Column::Int(c)) => match parse_timestamp(v) {

@@ -134,6 +134,14 @@ impl Router {
             Column::Int(v) => scan.run(|i| key_hash_int(v[i])),
             Column::Float(v) => scan.run(|i| key_hash_float(v[i])),
             Column::Bool(v) => scan.run(|i| key_hash_int(i64::from(v[i]))),
+            // Hashed once per dictionary value, then looked up per row by code.
+            Column::Str(v) if v.per_value_pays(n) => {
+                let by_code: Vec<u64> = (v.dict().values().iter())
+                    .map(|x| key_hash_str(x))
+                    .collect();
+                let codes = v.codes();
+                scan.run(|i| by_code[codes[i] as usize])
+            }
             Column::Str(v) => scan.run(|i| key_hash_str(&v[i])),
         }
         self.high[stream] = high;

@@ -134,9 +134,7 @@ impl WindowAggregate {
                 (Column::Int(o), _) => o.push(v),
                 (Column::Float(o), _) => o.push(f64::from_bits(v as u64)),
                 (Column::Bool(o), _) => o.push(v != 0),
-                (Column::Str(o), DataType::Str) => {
-                    o.push(self.interners[k].names[v as usize].clone())
-                }
+                (Column::Str(o), DataType::Str) => o.push(&self.interners[k].names[v as usize]),
                 (c, t) => unreachable!("key column {c:?} of type {t}"),
             }
         }

@@ -192,15 +192,14 @@ impl WindowAggregate {
                 }
                 Storage::Str => {
                     let interner = &mut self.interners[k];
-                    for pos in 0..n {
-                        let i = rows.row(pos);
-                        let id = match d {
-                            Datum::Strs(v) => interner.id(&v[i]),
-                            Datum::Owned(Column::Str(v)) => interner.id(&v[i]),
-                            Datum::Str(s) => interner.id(s),
-                            _ => unreachable!("string key"),
-                        };
-                        enc.push(id);
+                    match d {
+                        Datum::Strs(v) => interner.encode(v, &rows, enc),
+                        Datum::Owned(Column::Str(v)) => interner.encode(v, &rows, enc),
+                        Datum::Str(s) => {
+                            let id = interner.id(s);
+                            enc.extend(std::iter::repeat_n(id, n));
+                        }
+                        _ => unreachable!("string key"),
                     }
                 }
             }
