@@ -6,6 +6,7 @@
 //! Each line is one `strings_run`, so callgrind can count its instructions on its own.
 
 use super::Failure;
+use super::bench_many::drain_timed;
 use super::outln;
 use crate::core::batch::Batch;
 use crate::core::schema::Nanos;
@@ -50,16 +51,7 @@ fn strings_run(
     let w = spec::parse(&strings_yaml(1, 1024, queries), "<bench>")
         .map_err(|e| anyhow::anyhow!("{e}"))?;
     let mut engine = engine_for(&w).map_err(|e| anyhow::anyhow!(e))?;
-    let mut rows = 0u64;
-    let start = clock.since_start();
-    for b in copies {
-        engine.ingest(0, b);
-        while engine.run_turn(0).is_some() {}
-        engine.emit(0, |e| rows += e.batch.len() as u64);
-    }
-    engine.flush(0);
-    engine.emit(0, |e| rows += e.batch.len() as u64);
-    Ok((clock.since_start() - start, rows))
+    Ok(drain_timed(&mut engine, copies, clock))
 }
 
 fn line(what: &str, tuples: u64, (elapsed, rows): (Nanos, u64)) {

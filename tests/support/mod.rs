@@ -3,6 +3,7 @@
 
 #![allow(dead_code)]
 
+use spillway::core::engine::Emitted;
 use spillway::core::schema::Scalar;
 use spillway::core::stats::EngineSnapshot;
 use spillway::runtime::assemble::engine_for;
@@ -65,6 +66,35 @@ pub fn simulate_disturbed(
     model_costs: Option<Vec<f64>>,
     disturbances: Disturbances,
 ) -> Run {
+    let mut rows = Vec::new();
+    let mut run = simulate_emitting(w, policy, cost_scale, model_costs, disturbances, |e| {
+        for i in 0..e.batch.len() {
+            rows.push(Row {
+                query: e.index,
+                at: e.emitted_at,
+                latency: e.emitted_at - e.batch.arrival[i],
+                values: e.batch.row(i, e.types),
+                keep: e.approx.map_or(1.0, |a| a.keep[i]),
+                ci: (0..e.types.len())
+                    .map(|c| e.approx.and_then(|a| a.interval(c, i)))
+                    .collect(),
+            });
+        }
+    });
+    run.rows = rows;
+    run
+}
+
+/// `simulate_disturbed` handing each emitted batch to `emit` instead of keeping its rows
+/// (`Run::rows` is empty): for runs too large to keep every row.
+pub fn simulate_emitting(
+    w: &Workload,
+    policy: Policy,
+    cost_scale: f64,
+    model_costs: Option<Vec<f64>>,
+    disturbances: Disturbances,
+    emit: impl FnMut(&Emitted<'_>),
+) -> Run {
     let mut engine = engine_for(w).unwrap();
     let mut settings = SimSettings::from_workload(w, None).unwrap();
     settings.cost_scale = cost_scale;
@@ -74,7 +104,6 @@ pub fn simulate_disturbed(
         controller = controller.with_model_costs(c);
     }
     let mut reports = Vec::new();
-    let mut rows = Vec::new();
     let mut recorder = OnTick(|t: &TickReport<'_>| {
         if !t.last {
             reports.push(t.control.clone());
@@ -88,25 +117,12 @@ pub fn simulate_disturbed(
             controller: Some(&mut controller),
             stop: &StopHandle::new(),
         },
-        |e| {
-            for i in 0..e.batch.len() {
-                rows.push(Row {
-                    query: e.index,
-                    at: e.emitted_at,
-                    latency: e.emitted_at - e.batch.arrival[i],
-                    values: e.batch.row(i, e.types),
-                    keep: e.approx.map_or(1.0, |a| a.keep[i]),
-                    ci: (0..e.types.len())
-                        .map(|c| e.approx.and_then(|a| a.interval(c, i)))
-                        .collect(),
-                });
-            }
-        },
+        emit,
         &mut Observers::new(vec![&mut recorder]),
     );
     Run {
         reports,
-        rows,
+        rows: Vec::new(),
         snapshot: report.snapshot,
         violations: controller.violations(),
     }
