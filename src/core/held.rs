@@ -9,7 +9,7 @@
 //! that lets it go, plus each queued selection.
 //!
 //! Invariant: `bytes` is the sum, over the distinct batches in any queue, of their
-//! `Batch::heap_bytes` when first queued, plus 4 bytes per selected row of every queued
+//! `Batch::heap_bytes` when first queued (plus what `regrow` added), plus 4 bytes per selected row of every queued
 //! selection; an item is released exactly once for each time it was held.
 
 use std::sync::Arc;
@@ -91,6 +91,16 @@ impl Held {
             self.batches.remove(&k);
         }
         self.bytes -= freed;
+    }
+
+    /// Accounts for a held batch that grew in place (`InputQueue::coalesce_rows`) by
+    /// `grown` heap bytes: always taken, as the rows it gained were bound for the same
+    /// queue, which a new item would have held (the caller checked the budget).
+    pub fn regrow(&mut self, batch: &Arc<Batch>, grown: usize) {
+        if let Some((_, bytes)) = self.batches.get_mut(&key(batch)) {
+            *bytes += grown;
+            self.add(grown);
+        }
     }
 
     fn add(&mut self, bytes: usize) {

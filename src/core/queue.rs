@@ -91,6 +91,73 @@ impl InputQueue {
         Ok(())
     }
 
+    /// Appends the rows of `item` to the newest queued item instead of queuing it, when
+    /// that saves a batch without changing what the query computes (`coalesce_rows`):
+    /// `item` was narrowed for this query by shared evaluation (`prefiltered`) and carries
+    /// no routed time. True when the rows were taken (the caller may reuse `item`'s
+    /// buffers); otherwise the caller queues `item` with `offer`.
+    pub fn coalesce(&mut self, item: &Queued, held: &mut Held, limit: usize, paced: bool) -> bool {
+        item.prefiltered
+            && item.time.is_none()
+            && self.coalesce_rows(
+                &item.batch,
+                item.sel.as_deref(),
+                (item.keep, item.value_keep),
+                held,
+                limit,
+                paced,
+            )
+    }
+
+    /// Appends `rows` of `src` (all of them for `None`; ascending), rows that passed this
+    /// query's indexed conjunct, to the newest queued item, when that is a batch narrowed
+    /// for this query alone (`prefiltered`, held by nothing but this queue, read whole, no
+    /// routed time), kept with the same probabilities `keeps` (random, value), and both
+    /// together hold at most `limit` rows. A backlogged member query then runs its
+    /// matching rows in a few batches, not in one batch of a few rows per ingested batch;
+    /// a query that keeps up (an empty queue) is handed each batch as before, so
+    /// coalescing adds no wait. Rows and arrival times move unchanged, so the ledger, the
+    /// order of rows and every latency stay the same. `paced` as for `offer`: otherwise
+    /// the memory budget must have room for the rows. True when they were taken.
+    pub fn coalesce_rows(
+        &mut self,
+        src: &Batch,
+        rows: Option<&[u32]>,
+        keeps: (f64, f64),
+        held: &mut Held,
+        limit: usize,
+        paced: bool,
+    ) -> bool {
+        let n = rows.map_or(src.len(), <[u32]>::len);
+        // A row's bytes, about: 8 per column and its arrival time.
+        let bytes = n * 8 * (src.columns.len() + 1);
+        let fits =
+            self.tuples + n <= self.capacity && (paced || held.bytes() + bytes <= held.budget());
+        let Some(tail) = self.batches.back_mut().filter(|t| {
+            fits && t.prefiltered
+                && t.sel.is_none()
+                && t.time.is_none()
+                && (t.keep, t.value_keep) == keeps
+                && t.batch.len() + n <= limit
+        }) else {
+            return false;
+        };
+        let Some(batch) = Arc::get_mut(&mut tail.batch) else {
+            return false;
+        };
+        let before = batch.heap_bytes();
+        match rows {
+            Some(rows) => batch.gather_from(src, rows),
+            None => batch.extend_from(src),
+        }
+        let grown = batch.heap_bytes().saturating_sub(before);
+        if grown > 0 {
+            held.regrow(&tail.batch, grown);
+        }
+        self.tuples += n;
+        true
+    }
+
     /// The oldest item, released from `held`. A queue that a backlog grew gives its
     /// slots back once it drains.
     pub fn pop(&mut self, held: &mut Held) -> Option<Queued> {
@@ -129,5 +196,92 @@ impl InputQueue {
             .map(|q| q.rows())
             .filter(|r| !r.is_empty())
             .map(|r| r.arrival(0))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::core::schema::{DataType, Scalar};
+
+    fn batch(rows: std::ops::Range<i64>) -> Batch {
+        let mut b = Batch::new(&[DataType::Int], rows.clone().count());
+        for i in rows {
+            b.push_row(i, &[Scalar::Int(i)]);
+        }
+        b
+    }
+
+    fn narrowed(b: Batch) -> Queued {
+        Queued {
+            batch: Arc::new(b),
+            sel: None,
+            keep: 1.0,
+            value_keep: 1.0,
+            time: None,
+            prefiltered: true,
+        }
+    }
+
+    fn ints(q: &Queued) -> Vec<i64> {
+        let r = q.rows();
+        (0..r.len()).map(|i| r.arrival(i)).collect()
+    }
+
+    #[test]
+    fn coalescing_appends_to_the_newest_batch_of_this_query_alone() {
+        let mut held = Held::new(usize::MAX);
+        let mut q = InputQueue::new(1000);
+        // Nothing queued: nothing to join; the caller queues the item.
+        assert!(!q.coalesce(&narrowed(batch(0..3)), &mut held, 8, false));
+        q.offer(narrowed(batch(0..3)), &mut held, false).unwrap();
+        // Selected rows of another batch join it, in order.
+        let src = batch(10..20);
+        assert!(q.coalesce_rows(&src, Some(&[1, 4]), (1.0, 1.0), &mut held, 8, false));
+        assert_eq!(q.depth(), 5);
+        // Different keeps, or past the limit: not taken.
+        assert!(!q.coalesce_rows(&src, Some(&[0]), (0.5, 1.0), &mut held, 8, false));
+        assert!(!q.coalesce_rows(&src, Some(&[0, 1, 2, 3]), (1.0, 1.0), &mut held, 8, false));
+        let bytes = held.bytes();
+        let item = q.pop(&mut held).unwrap();
+        assert_eq!(ints(&item), vec![0, 1, 2, 11, 14]);
+        assert!(item.batch.is_consistent());
+        assert!(
+            held.bytes() < bytes && held.batches() == 0,
+            "released in full"
+        );
+        // A batch another holder shares, or one read through a selection, is not touched.
+        let shared = narrowed(batch(0..2));
+        q.offer(shared.clone(), &mut held, false).unwrap();
+        assert!(!q.coalesce_rows(&src, None, (1.0, 1.0), &mut held, 64, false));
+        drop(shared);
+        assert!(q.coalesce_rows(&src, None, (1.0, 1.0), &mut held, 64, false));
+        assert_eq!(q.depth(), 12);
+        let mut partial = narrowed(batch(0..4));
+        partial.sel = Some(vec![1]);
+        q.offer(partial, &mut held, false).unwrap();
+        assert!(!q.coalesce_rows(&src, None, (1.0, 1.0), &mut held, 64, false));
+        // Nor one that is not a member's narrowed batch.
+        let mut whole = narrowed(batch(0..1));
+        whole.prefiltered = false;
+        let mut other = InputQueue::new(1000);
+        other.offer(whole, &mut held, false).unwrap();
+        assert!(!other.coalesce_rows(&src, None, (1.0, 1.0), &mut held, 64, false));
+    }
+
+    #[test]
+    fn coalescing_respects_the_tuple_bound_and_the_memory_budget() {
+        let mut held = Held::new(usize::MAX);
+        let mut q = InputQueue::new(4);
+        q.offer(narrowed(batch(0..3)), &mut held, false).unwrap();
+        let src = batch(0..2);
+        assert!(!q.coalesce_rows(&src, None, (1.0, 1.0), &mut held, 64, false));
+        assert!(q.coalesce_rows(&src, Some(&[0]), (1.0, 1.0), &mut held, 64, false));
+        let mut tight = Held::new(1);
+        let mut r = InputQueue::new(1000);
+        r.offer(narrowed(batch(0..3)), &mut tight, false).unwrap();
+        assert!(!r.coalesce_rows(&src, None, (1.0, 1.0), &mut tight, 64, false));
+        // A paced (pull) stream waits for room itself: only the tuple bound applies.
+        assert!(r.coalesce_rows(&src, None, (1.0, 1.0), &mut tight, 64, true));
     }
 }

@@ -208,6 +208,17 @@ impl DropPoint {
         self.rule = rule;
     }
 
+    /// Whether `apply` keeps every row and counts nothing, whatever the batch: no rule
+    /// drops and no window is tracked.
+    pub fn keeps_all(&self) -> bool {
+        self.window.is_none()
+            && match &self.rule {
+                DropRule::KeepAll => true,
+                DropRule::Random { keep } => *keep >= 1.0,
+                _ => false,
+            }
+    }
+
     /// Decides each row of `batch`. Returns `None` when every row is kept (the common,
     /// allocation-free case), else fills `sel` with the kept rows and returns `Some(())`.
     pub fn apply(&mut self, batch: &Batch, sel: &mut Vec<u32>) -> Option<()> {

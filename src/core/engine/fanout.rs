@@ -140,6 +140,27 @@ impl Engine {
             }
             // Shared evaluation: only the rows the query's indexed conjunct passes go on;
             // the others were evaluated here and count as processed (`shared.rs`).
+            // A member that is behind and drops nothing takes them straight into its
+            // newest queued batch (`InputQueue::coalesce_rows`): no copy in between.
+            if time.is_none()
+                && q.drop.keeps_all()
+                && let Some(rows) = s.shared.rows_of(qi)
+                && !rows.is_empty()
+                && q.queue.coalesce_rows(
+                    &batch,
+                    Some(rows),
+                    (
+                        stream_keep * q.drop.random_keep(),
+                        share_left(n, &stream_shed),
+                    ),
+                    &mut self.held,
+                    shared::COALESCE_ROWS,
+                    s.pulled,
+                )
+            {
+                q.stats.processed += (batch.len() - rows.len()) as u64;
+                continue;
+            }
             let (narrowed, skipped) = s.shared.narrow(qi, &batch, time.as_ref(), types);
             q.stats.processed += skipped;
             let prefiltered = !matches!(narrowed, shared::Narrowed::Whole { prefiltered: false });
@@ -185,6 +206,20 @@ impl Engine {
                 prefiltered,
             };
             add(&mut q.stats.dropped, &query_shed);
+            // A member's rows join its newest queued batch when it is behind (`coalesce`).
+            if !whole
+                && !item.is_empty()
+                && q.queue
+                    .coalesce(&item, &mut self.held, shared::COALESCE_ROWS, s.pulled)
+            {
+                if let Some(sel) = item.sel {
+                    self.spare_sels.push(sel);
+                }
+                // The last other reference to the narrowed batch, so that it is reused.
+                drop(batch);
+                s.shared.recycle(item.batch);
+                continue;
+            }
             if !item.is_empty() && enqueue(q, item, &mut self.held, s.pulled) {
                 self.queued.insert(qi);
             }

@@ -46,6 +46,11 @@ pub(super) struct StreamShare {
     spare: Vec<Batch>,
 }
 
+/// The most rows a member's queued batch gathers from later ingested batches while the
+/// member is behind (`InputQueue::coalesce`): the default `engine.batch_size`, so that a
+/// turn of a member costs about what a turn of any query costs.
+pub(super) const COALESCE_ROWS: usize = 1024;
+
 /// Spare batches kept per stream at most.
 const SPARE: usize = 4096;
 
@@ -87,6 +92,12 @@ impl StreamShare {
         if !self.index.is_empty() {
             self.index.route(batch);
         }
+    }
+
+    /// The rows of the last routed batch that query `q`'s indexed conjunct passes
+    /// (ascending), if `q` is a member.
+    pub(super) fn rows_of(&self, q: usize) -> Option<&[u32]> {
+        self.index.rows_of(q)
     }
 
     /// Rows of the last routed `batch` left for query `q`, and how many the index filtered
