@@ -160,13 +160,18 @@ impl CostModel {
         if (first..k).any(|i| a[i][i] <= 0.0) {
             return None;
         }
-        let c = solve(&a, &b, k)?;
-        // The diagonal of `A^-1`, which both checks below read.
+        // The coefficients, and the diagonal of `A^-1`, which both checks below read
+        // (one elimination for all of them: `solve_many`).
+        let mut rhs = [[0.0; K]; K + 1];
+        rhs[0] = b;
+        for (j, e) in rhs[1..=k].iter_mut().enumerate() {
+            e[j] = 1.0;
+        }
+        let x = solve_many(&a, &mut rhs, k + 1, k)?;
+        let c = x[0];
         let mut inv = [0.0; K];
         for (j, d) in inv[..k].iter_mut().enumerate() {
-            let mut e = [0.0; K];
-            e[j] = 1.0;
-            *d = solve(&a, &e, k)?[j];
+            *d = x[j + 1][j];
         }
         // Each regressor's spread left once the others explain what they can:
         // `1 / (A^-1)_jj`, against its own `A_jj`.
@@ -240,10 +245,18 @@ impl CostModel {
 }
 
 /// `a x = b` for the leading `k x k` block, by Gaussian elimination with partial
-/// pivoting; `None` when it is (numerically) singular.
-fn solve(a: &[[f64; K]; K], b: &[f64; K], k: usize) -> Option<[f64; K]> {
+/// pivoting, for the first `n` right-hand sides `b` of `rhs` at once, solved in place:
+/// the elimination of `a` (its pivots and row operations depend on `a` alone) is done
+/// once, and each side goes through the same operations in the same order, so each
+/// result is bit for bit what solving it alone gives. `None` when the block is
+/// (numerically) singular or any result is not finite.
+fn solve_many<'r, const N: usize>(
+    a: &[[f64; K]; K],
+    rhs: &'r mut [[f64; K]; N],
+    n: usize,
+    k: usize,
+) -> Option<&'r [[f64; K]; N]> {
     let mut m = *a;
-    let mut x = *b;
     let scale = (0..k).map(|i| a[i][i].abs()).fold(0.0, f64::max);
     if !(scale.is_finite() && scale > 0.0) {
         return None;
@@ -255,27 +268,33 @@ fn solve(a: &[[f64; K]; K], b: &[f64; K], k: usize) -> Option<[f64; K]> {
             return None;
         }
         m.swap(col, pivot);
-        x.swap(col, pivot);
+        for x in &mut rhs[..n] {
+            x.swap(col, pivot);
+        }
         for row in col + 1..k {
             let f = m[row][col] / m[col][col];
             let pivot_row = m[col];
             for (v, p) in m[row][col..k].iter_mut().zip(&pivot_row[col..k]) {
                 *v -= f * p;
             }
-            x[row] -= f * x[col];
+            for x in &mut rhs[..n] {
+                x[row] -= f * x[col];
+            }
         }
     }
-    for col in (0..k).rev() {
-        let mut v = x[col];
-        for c in col + 1..k {
-            v -= m[col][c] * x[c];
-        }
-        x[col] = v / m[col][col];
-        if !x[col].is_finite() {
-            return None;
+    for x in &mut rhs[..n] {
+        for col in (0..k).rev() {
+            let mut v = x[col];
+            for c in col + 1..k {
+                v -= m[col][c] * x[c];
+            }
+            x[col] = v / m[col][col];
+            if !x[col].is_finite() {
+                return None;
+            }
         }
     }
-    Some(x)
+    Some(rhs)
 }
 
 #[cfg(test)]
