@@ -23,6 +23,7 @@ use super::observe::{Event, Observers, RunInfo, RunMode, RunSummary, TickReport}
 use super::outputs::Outputs;
 use super::source::{Source, SourceLink, SourceMsg, spawn};
 use super::stop::StopHandle;
+use crate::core::batch::Batch;
 use crate::core::engine::Engine;
 use crate::core::schema::Nanos;
 use crate::spec::{Flow, Policy, Workload};
@@ -287,7 +288,8 @@ pub fn run_live_managed(
 /// no turn run and no control tick taken, while its input piles up in the queues (a
 /// start at 10x capacity once queued 8 M tuples before the first plan). At a tick the
 /// frontier is read first, so every batch stamped below it is already in the channel
-/// and is taken.
+/// and is taken. The batches a stream with shared members (`Engine::shared_queries`) had
+/// waiting are ingested merged, up to `MERGE_ROWS` rows each, in order.
 fn pump(
     links: &mut [SourceLink],
     engine: &mut Engine,
@@ -298,12 +300,21 @@ fn pump(
 ) -> bool {
     let mut all_done = true;
     for (stream, link) in links.iter_mut().enumerate() {
+        // A stream whose queries share evaluation takes the batches waiting in its
+        // channel as one (`MERGE_ROWS`): each member then costs one append per merged
+        // batch, not one per source batch. They were waiting anyway: no row waits longer.
+        let merge = !engine.shared_queries(stream).is_empty();
+        let mut merged: Option<Batch> = None;
         // At least one look, so that an ended source is seen as ended.
         let mut pending = link.rx.len().max(1);
         while !link.done && pending > 0 {
             pending -= 1;
             let pull = link.flow == Flow::Pull;
-            if pull && engine.stream_room(stream) < batch_size && !engine.stream_drained(stream) {
+            let waiting = merged.as_ref().map_or(0, Batch::len);
+            if pull
+                && engine.stream_room(stream) < batch_size + waiting
+                && !(waiting == 0 && engine.stream_drained(stream))
+            {
                 break;
             }
             match link.rx.try_recv() {
@@ -312,9 +323,22 @@ fn pump(
                         let now = clock.now();
                         b.arrival.iter_mut().for_each(|a| *a = now);
                     }
-                    engine.ingest(stream, b);
+                    if !merge {
+                        engine.ingest(stream, b);
+                    } else if let Some(m) =
+                        merged.as_mut().filter(|m| m.len() + b.len() <= MERGE_ROWS)
+                    {
+                        m.extend_from(&b);
+                    } else if let Some(m) = merged.replace(b) {
+                        engine.ingest(stream, m);
+                    }
                 }
-                Ok(SourceMsg::Shed(cut)) => engine.ingest_pre_shed(stream, cut),
+                Ok(SourceMsg::Shed(cut)) => {
+                    if let Some(m) = merged.take() {
+                        engine.ingest(stream, m);
+                    }
+                    engine.ingest_pre_shed(stream, cut)
+                }
                 Ok(SourceMsg::Malformed { count, sample }) => {
                     engine.record_malformed(stream, count);
                     observers.event(Event::Malformed {
@@ -328,10 +352,16 @@ fn pump(
                 Err(TryRecvError::Disconnected) => link.done = true,
             }
         }
+        if let Some(m) = merged {
+            engine.ingest(stream, m);
+        }
         all_done &= link.done;
     }
     all_done
 }
+
+/// The most rows `pump` merges the waiting batches of a stream with shared members into.
+const MERGE_ROWS: usize = 8192;
 
 /// Blocks until some source has sent something, or `timeout`.
 fn wait_for_input(links: &[SourceLink], timeout: Duration) {
