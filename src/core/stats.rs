@@ -104,13 +104,22 @@ impl QueryStats {
             return;
         }
         self.quantiles = None;
-        // Runs of equal arrival times found by comparing them alone (the hot loop: one
-        // compare a row), each recorded once.
-        for run in arrivals.chunk_by(|a, b| a == b) {
-            let v = (now - run[0]).max(1_000) as u64;
-            let n = run.len() as u64;
-            self.latency.record_n(v, n);
-            self.latency_tick.record_n(v, n);
+        let mut run: Option<(u64, u64)> = None;
+        for &a in arrivals {
+            let v = (now - a).max(1_000) as u64;
+            match &mut run {
+                Some((w, n)) if *w == v => *n += 1,
+                _ => {
+                    if let Some((w, n)) = run.replace((v, 1)) {
+                        self.latency.record_n(w, n);
+                        self.latency_tick.record_n(w, n);
+                    }
+                }
+            }
+        }
+        if let Some((w, n)) = run {
+            self.latency.record_n(w, n);
+            self.latency_tick.record_n(w, n);
         }
     }
 }
