@@ -104,22 +104,22 @@ impl QueryStats {
             return;
         }
         self.quantiles = None;
-        let mut run: Option<(u64, u64)> = None;
-        for &a in arrivals {
-            let v = (now - a).max(1_000) as u64;
-            match &mut run {
-                Some((w, n)) if *w == v => *n += 1,
-                _ => {
-                    if let Some((w, n)) = run.replace((v, 1)) {
-                        self.latency.record_n(w, n);
-                        self.latency_tick.record_n(w, n);
-                    }
-                }
+        let latency = |a: Nanos| (now - a).max(1_000) as u64;
+        let mut i = 0;
+        while i < arrivals.len() {
+            // A run of one latency; a row that arrived with the one before it (the common
+            // case) joins it without its latency being worked out.
+            let v = latency(arrivals[i]);
+            let mut j = i + 1;
+            while j < arrivals.len()
+                && (arrivals[j] == arrivals[j - 1] || latency(arrivals[j]) == v)
+            {
+                j += 1;
             }
-        }
-        if let Some((w, n)) = run {
-            self.latency.record_n(w, n);
-            self.latency_tick.record_n(w, n);
+            let n = (j - i) as u64;
+            self.latency.record_n(v, n);
+            self.latency_tick.record_n(v, n);
+            i = j;
         }
     }
 }
