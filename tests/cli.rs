@@ -327,3 +327,48 @@ fn the_memory_soak_takes_the_busy_neighbour() {
     assert!(stdout.contains("ledger balanced"), "{stdout}\n{stderr}");
     assert_eq!(out.status.code(), Some(0), "{stdout}\n{stderr}");
 }
+
+/// `rows per tuple` of the first output line starting with `prefix`.
+fn rows_per_tuple(text: &str, prefix: &str) -> f64 {
+    let line = text
+        .lines()
+        .find(|l| l.starts_with(prefix))
+        .unwrap_or_else(|| panic!("no line `{prefix}` in {text}"));
+    line.rsplit(", ")
+        .next()
+        .and_then(|t| t.split(' ').next())
+        .and_then(|t| t.parse().ok())
+        .unwrap_or_else(|| panic!("no rows per tuple in {line}"))
+}
+
+#[test]
+fn bench_many_prints_the_engine_and_live_lines_with_the_same_work() {
+    let out = spillway()
+        .args(["bench", "--many", "--tuples", "40000"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    for n in [100, 1000] {
+        let engine = rows_per_tuple(
+            &text,
+            &format!("(d) engine, {n} filter queries on one column, ~1% selectivity each, shared"),
+        );
+        let live = rows_per_tuple(&text, &format!("(d) live end to end, {n} filter queries"));
+        // Same generator and thresholds, other tuples (a live stream of its own): the
+        // members' matches agree to within sampling error, and none are lost live.
+        assert!(engine > 0.0, "{text}");
+        assert!(
+            (live / engine - 1.0).abs() < 0.25,
+            "{n}: live {live} vs engine {engine}\n{text}"
+        );
+    }
+    assert!(
+        text.contains("worst query's whole-run p99 latency"),
+        "{text}"
+    );
+}
