@@ -176,6 +176,17 @@ pub fn sample_rows(rng: &mut SmallRng, keep: f64, n: usize, sel: &mut Vec<u32>) 
     sel.truncate(len);
 }
 
+impl DropRule {
+    /// Whether the rule itself drops no row (keep everything, or random at keep 1).
+    fn drops_nothing(&self) -> bool {
+        match self {
+            DropRule::KeepAll => true,
+            DropRule::Random { keep } => *keep >= 1.0,
+            _ => false,
+        }
+    }
+}
+
 impl DropPoint {
     pub fn new(seed: u64) -> DropPoint {
         DropPoint {
@@ -208,17 +219,6 @@ impl DropPoint {
         self.rule = rule;
     }
 
-    /// Whether `apply` keeps every row and counts nothing, whatever the batch: no rule
-    /// drops and no window is tracked.
-    pub fn keeps_all(&self) -> bool {
-        self.window.is_none()
-            && match &self.rule {
-                DropRule::KeepAll => true,
-                DropRule::Random { keep } => *keep >= 1.0,
-                _ => false,
-            }
-    }
-
     /// Decides each row of `batch`. Returns `None` when every row is kept (the common,
     /// allocation-free case), else fills `sel` with the kept rows and returns `Some(())`.
     pub fn apply(&mut self, batch: &Batch, sel: &mut Vec<u32>) -> Option<()> {
@@ -226,12 +226,7 @@ impl DropPoint {
         let n = batch.len();
         let binding = self.window_binding() && !matches!(self.rule, DropRule::Window(_));
         let rule = std::mem::take(&mut self.rule);
-        let fast = !binding
-            && match &rule {
-                DropRule::KeepAll => true,
-                DropRule::Random { keep } => *keep >= 1.0,
-                _ => false,
-            };
+        let fast = !binding && rule.drops_nothing();
         match &rule {
             _ if fast => {}
             DropRule::Random { keep } if !binding => {

@@ -128,11 +128,6 @@ impl DropPoint {
     /// Whether `apply` would keep every row and change nothing (no draw, no window to
     /// track): a batch may then skip it and be read as it is.
     pub fn keeps_every_row(&self) -> bool {
-        self.window.is_none()
-            && match &self.rule {
-                DropRule::KeepAll => true,
-                DropRule::Random { keep } => *keep >= 1.0,
-                _ => false,
-            }
+        self.window.is_none() && self.rule.drops_nothing()
     }
 }

@@ -143,7 +143,7 @@ impl Engine {
             // A member that is behind and drops nothing takes them straight into its
             // newest queued batch (`InputQueue::coalesce_rows`): no copy in between.
             if time.is_none()
-                && q.drop.keeps_all()
+                && q.drop.keeps_every_row()
                 && let Some(rows) = s.shared.rows_of(qi)
                 && !rows.is_empty()
                 && q.queue.coalesce_rows(
