@@ -192,14 +192,7 @@ pub fn bench(args: BenchArgs) -> Result<ExitCode, Failure> {
     super::bench_many::bench_many(&batches, args.tuples, &clock)?;
     drop(batches);
 
-    let engine = crate::runtime::assemble::engine_for(&w).map_err(|e| anyhow::anyhow!(e))?;
-    let r = crate::runtime::assemble::run_headless(
-        &w,
-        engine,
-        crate::spec::Policy::none(),
-        None,
-        &mut Observers::default(),
-    )?;
+    let r = run_live(&w)?;
     report(
         "(c) live end to end, generator unlimited, query (b)",
         args.tuples,
@@ -208,14 +201,7 @@ pub fn bench(args: BenchArgs) -> Result<ExitCode, Failure> {
     let hop_yaml = workload_yaml(args.tuples, args.batch_size, HOP_SQL);
     let hop_w =
         spec::parse(&hop_yaml, "<bench>").map_err(|e| Failure::Other(anyhow::anyhow!("{e}")))?;
-    let engine = crate::runtime::assemble::engine_for(&hop_w).map_err(|e| anyhow::anyhow!(e))?;
-    let rh = crate::runtime::assemble::run_headless(
-        &hop_w,
-        engine,
-        crate::spec::Policy::none(),
-        None,
-        &mut Observers::default(),
-    )?;
+    let rh = run_live(&hop_w)?;
     report(
         "(c') live end to end, generator unlimited, query (b') (HOP 10 ms / 1 s)",
         args.tuples,
@@ -229,6 +215,18 @@ pub fn bench(args: BenchArgs) -> Result<ExitCode, Failure> {
     super::bench_ingest::bench_ingest(args.tuples / 5)?;
     super::bench_nexmark::bench_nexmark(args.tuples, args.batch_size)?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// Runs `w` live end to end without shedding and without observers (the benches' live lines).
+pub(super) fn run_live(w: &Workload) -> Result<crate::runtime::observe::RunSummary, Failure> {
+    let engine = crate::runtime::assemble::engine_for(w).map_err(|e| anyhow::anyhow!(e))?;
+    Ok(crate::runtime::assemble::run_headless(
+        w,
+        engine,
+        crate::spec::Policy::none(),
+        None,
+        &mut Observers::default(),
+    )?)
 }
 
 fn report(what: &str, tuples: u64, elapsed: Nanos) {

@@ -99,14 +99,7 @@ pub(super) fn drain_timed(
 fn live_many(n: usize, tuples: u64) -> Result<((Nanos, u64, u64), Nanos), Failure> {
     let w =
         spec::parse(&many_yaml(n, Some(tuples)), "<bench>").map_err(|e| anyhow::anyhow!("{e}"))?;
-    let engine = engine_for(&w).map_err(|e| anyhow::anyhow!(e))?;
-    let r = crate::runtime::assemble::run_headless(
-        &w,
-        engine,
-        crate::spec::Policy::none(),
-        None,
-        &mut crate::runtime::observe::Observers::default(),
-    )?;
+    let r = super::bench::run_live(&w)?;
     let rows = r.snapshot.queries.iter().map(|q| q.results).sum();
     let p99 = r.snapshot.queries.iter().map(|q| q.p99).max().unwrap_or(0);
     Ok(((r.elapsed, rows, tuples), p99))
