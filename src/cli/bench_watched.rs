@@ -120,6 +120,7 @@ pub(super) fn engine_run_exported(
     Ok((measured?, render))
 }
 
+#[inline(never)] // a callgrind dump boundary (README, instruction counts)
 fn engine_run_observed(
     sql: &str,
     batches: &[Batch],

@@ -23,6 +23,8 @@ mod tests_chunks;
 #[cfg(test)]
 mod tests_dict;
 #[cfg(test)]
+mod tests_placement;
+#[cfg(test)]
 mod tests_selection;
 #[cfg(test)]
 mod tests_sliced;

@@ -30,11 +30,11 @@ fn build(sql: &str, per_window: bool) -> Pipeline {
     p
 }
 
-type Input = Vec<(Vec<(i64, i64, i64)>, f64, f64)>;
+pub(super) type Input = Vec<(Vec<(i64, i64, i64)>, f64, f64)>;
 
 /// Runs `(rows, keep, value_keep)` batches, ticking at each batch's last time, then
 /// flushes; returns the rows and the side-car.
-fn run(p: &mut Pipeline, input: &Input) -> (Vec<Vec<Scalar>>, Output) {
+pub(super) fn run(p: &mut Pipeline, input: &Input) -> (Vec<Vec<Scalar>>, Output) {
     let mut out = p.new_output();
     for (rows, keep, value_keep) in input {
         p.process(&batch(rows), *keep, *value_keep, &mut out);
@@ -55,7 +55,7 @@ fn run(p: &mut Pipeline, input: &Input) -> (Vec<Vec<Scalar>>, Output) {
 /// exact and the two paths must agree to the bit. Some batches draw keys from 4 (keys
 /// repeat across slices: two stacks), others from 1000 (nearly a key per row: the stacks'
 /// direct mode), so runs switch between the two.
-fn input(monotonic: bool) -> impl Strategy<Value = Input> {
+pub(super) fn input(monotonic: bool) -> impl Strategy<Value = Input> {
     let row = (0i64..1000, -10i64..10, -3i64..6);
     let batch = (
         prop::collection::vec(row, 0..12),

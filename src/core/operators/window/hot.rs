@@ -56,7 +56,13 @@ impl HotKeys {
         if !self.single {
             return self.many.get(key).copied();
         }
-        let k = key[0];
+        self.get_one(key[0])
+    }
+
+    /// `get` of a one-column key.
+    #[inline]
+    pub(super) fn get_one(&mut self, k: i64) -> Option<u32> {
+        debug_assert!(self.single);
         if self.direct.is_empty() {
             return self.one.get(&k).copied();
         }

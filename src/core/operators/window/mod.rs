@@ -26,6 +26,7 @@ use rustc_hash::FxHashMap;
 use super::interner::Interner;
 
 mod close;
+mod fast;
 mod hot;
 mod slices;
 mod stacks;
@@ -80,6 +81,9 @@ pub struct WindowAggregate {
     // Scratch reused across batches.
     pairs: Vec<(u32, u32)>,
     encoded: Vec<Vec<i64>>,
+    /// Whether a batch in one open slice is placed at once (`fast`); off only in tests,
+    /// which check it against the general loop.
+    batch_placement: bool,
 }
 
 impl WindowAggregate {
@@ -121,7 +125,15 @@ impl WindowAggregate {
             hot: (i64::MIN, HotKeys::new(plan.keys.len())),
             pairs: Vec::new(),
             encoded: vec![Vec::new(); plan.keys.len()],
+            batch_placement: true,
         }
+    }
+
+    /// Places every batch row by row (the general loop), the reference for `fast`.
+    #[cfg(test)]
+    pub(crate) fn without_batch_placement(mut self) -> WindowAggregate {
+        self.batch_placement = false;
+        self
     }
 
     /// Tuples that arrived after all their windows had closed.
@@ -230,7 +242,12 @@ impl WindowAggregate {
         pairs.reserve(n);
         // What has closed for the row at hand; moves only with the watermark (below).
         let mut row_closed = self.watermark.saturating_sub(lateness).max(self.closed);
-        for pos in 0..n {
+        // Most batches lie in one open slice and close nothing: placed at once.
+        let placed = (self.slices.is_some() || tumbling)
+            && self.batch_placement
+            && self.place_in_one_slice(rows, times, prefix, &mut pairs);
+        let general = if placed { 0 } else { n };
+        for pos in 0..general {
             let row = rows.row(pos);
             let t = times[row];
             let (w, a) = prefix.map_or((t, batch.arrival[row]), |p| p[pos]);
