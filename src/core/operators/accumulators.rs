@@ -13,7 +13,18 @@ pub enum Acc {
     Count(Vec<i64>),
     SumInt(Vec<i64>),
     SumFloat(Vec<f64>),
-    Avg { sum: Vec<f64>, n: Vec<i64> },
+    Avg {
+        sum: Vec<f64>,
+        n: Vec<i64>,
+    },
+    /// AVG of a float argument that a SUM of the same argument (`accs[sum]`) already adds
+    /// up, in a query that counts its tuples (`accs[count]`): nothing of its own to fold,
+    /// emitted as their quotient, the same bits as its own sum and count would give (the
+    /// same additions in the same order). Read through `emit_of` and `kept_sum_of`.
+    AvgOf {
+        sum: usize,
+        count: usize,
+    },
     MinInt(Vec<i64>),
     MaxInt(Vec<i64>),
     MinFloat(Vec<f64>),
@@ -53,6 +64,7 @@ impl Acc {
                 set(sum, slot, 0.0);
                 set(n, slot, 0);
             }
+            Acc::AvgOf { .. } => {}
             Acc::MinInt(v) => set(v, slot, i64::MAX),
             Acc::MaxInt(v) => set(v, slot, i64::MIN),
             Acc::MinFloat(v) => set(v, slot, f64::INFINITY),
@@ -84,6 +96,7 @@ impl Acc {
                     each(pairs, d.floats(), add);
                 }
             }
+            Acc::AvgOf { .. } => {}
             Acc::MinInt(v) => fold(v, pairs, ints(arg), |x, y| x.min(y)),
             Acc::MaxInt(v) => fold(v, pairs, ints(arg), |x, y| x.max(y)),
             Acc::MinFloat(v) => fold(v, pairs, floats(arg), f64::min),
@@ -113,6 +126,7 @@ impl Acc {
                     n[d as usize] += wn[s as usize];
                 }
             }
+            (Acc::AvgOf { .. }, Acc::AvgOf { .. }) => {}
             (Acc::MinInt(v), Acc::MinInt(w)) => merge(v, w, pairs, i64::min),
             (Acc::MaxInt(v), Acc::MaxInt(w)) => merge(v, w, pairs, i64::max),
             (Acc::MinFloat(v), Acc::MinFloat(w)) => merge(v, w, pairs, f64::min),
@@ -152,6 +166,29 @@ impl Acc {
             Acc::Avg { sum, .. } => Some(sum[slot]),
             _ => None,
         }
+    }
+}
+
+/// Appends the final value of `slot` of `accs[i]` to `out` (an `AvgOf` reads the
+/// accumulators it shares).
+pub fn emit_of(accs: &[Acc], i: usize, slot: usize, out: &mut Column) {
+    match (&accs[i], out) {
+        (&Acc::AvgOf { sum, count }, Column::Float(o)) => {
+            let (s, n) = (accs[sum].kept_sum(slot), accs[count].kept_count(slot));
+            let (Some(s), Some(n)) = (s, n) else {
+                unreachable!("AVG shares a sum and a count")
+            };
+            o.push(s / n.max(1) as f64)
+        }
+        (acc, out) => acc.emit(slot, out),
+    }
+}
+
+/// `kept_sum` of `accs[i]`, through the SUM an `AvgOf` shares.
+pub fn kept_sum_of(accs: &[Acc], i: usize, slot: usize) -> Option<f64> {
+    match accs[i] {
+        Acc::AvgOf { sum, .. } => accs[sum].kept_sum(slot),
+        ref acc => acc.kept_sum(slot),
     }
 }
 

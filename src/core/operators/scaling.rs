@@ -24,7 +24,7 @@
 
 mod combine;
 
-use super::accumulators::{Acc, push_estimate};
+use super::accumulators::{Acc, emit_of, kept_sum_of, push_estimate};
 use super::approx::{ColumnApprox, Output};
 use crate::core::expr::Storage;
 use crate::core::expr::{Datum, Expr, Side};
@@ -195,15 +195,15 @@ impl Scaling {
         self.intervals.clear();
         self.intervals
             .resize(self.kinds.len(), (f64::NAN, f64::NAN));
-        for (i, (acc, func)) in accs.iter().zip(&self.calls).enumerate() {
+        for (i, func) in self.calls.iter().enumerate() {
             let col = &mut out.rows.columns[self.nkeys + i];
-            let sum = || acc.kept_sum(slot).expect("SUM and AVG sum");
+            let sum = || kept_sum_of(accs, i, slot).expect("SUM and AVG sum");
             let est = match (func, self.arg_of[i]) {
                 (AggFunc::CountStar | AggFunc::Count, _) => count,
                 (AggFunc::Sum, Some(j)) => self.sum(j, slot, sum()),
                 (AggFunc::Avg, Some(j)) => self.avg(j, slot, kept, sum()),
                 _ => {
-                    acc.emit(slot, col);
+                    emit_of(accs, i, slot, col);
                     continue;
                 }
             };

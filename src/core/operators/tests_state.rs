@@ -83,3 +83,42 @@ fn interned_keys_live_only_as_long_as_their_groups() {
         Scalar::Str("s998-4".into())
     );
 }
+
+/// What `AVG(x)` gives in `shared` (it reads the query's SUM(x) and COUNT(*)) and in
+/// `own` (no SUM: it keeps its own sum and count), row by row: value, keep, interval.
+fn avg_column(shared: &str, own: &str, input: &super::tests_sliced::Input) -> [Vec<String>; 2] {
+    [shared, own].map(|q| {
+        let mut p = pipeline(q);
+        let (rows, out) = super::tests_sliced::run(&mut p, input);
+        (0..rows.len())
+            .map(|i| {
+                let interval = out.approx.interval(1, i);
+                format!("{:?} {:?} {interval:?}", rows[i][1], out.approx.keep.get(i))
+            })
+            .collect()
+    })
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(100))]
+
+    /// An AVG that shares the query's SUM and COUNT (`Acc::AvgOf`) emits what an AVG
+    /// with its own sum and count does, exact or scaled, tumbling or sliced.
+    #[test]
+    fn an_avg_sharing_sum_and_count_emits_what_its_own_would(
+        input in super::tests_sliced::input(false), hop: bool,
+    ) {
+        let window = if hop {
+            "HOP(ts, INTERVAL '2' MILLISECOND, INTERVAL '6' MILLISECOND)"
+        } else {
+            "TUMBLE(ts, INTERVAL '5' MILLISECOND)"
+        };
+        let q = |calls: &str| format!("SELECT k, {calls}, window_start FROM s WHERE v > -7 GROUP BY k, {window}");
+        let [shared, own] = avg_column(
+            &q("AVG(x) AS ax, COUNT(*) AS n, SUM(x) AS sx"),
+            &q("AVG(x) AS ax, COUNT(*) AS n"),
+            &input,
+        );
+        proptest::prop_assert_eq!(shared, own);
+    }
+}

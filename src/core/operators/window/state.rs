@@ -4,11 +4,12 @@
 //! `reset` and its emission holds exactly what the tuples folded (or slots combined) into
 //! it contributed, whether it stands for a whole window or for one slice of windows.
 
-use super::super::accumulators::Acc;
+use super::super::accumulators::{Acc, emit_of};
 use super::super::approx::Output;
 use super::super::scaling::Scaling;
 use crate::core::expr::Datum;
 use crate::core::plan::{AggFunc, AggregatePlan};
+use crate::core::schema::DataType;
 
 #[derive(Debug)]
 pub(super) struct GroupState {
@@ -37,10 +38,9 @@ impl GroupState {
             .iter()
             .map(|a| Acc::new(a.func, a.arg_type))
             .collect();
-        let count_acc = match plan
-            .aggs
-            .iter()
-            .position(|a| matches!(a.func, AggFunc::CountStar | AggFunc::Count | AggFunc::Avg))
+        let counts = |f: &[AggFunc]| plan.aggs.iter().position(|a| f.contains(&a.func));
+        let count_acc = match counts(&[AggFunc::CountStar, AggFunc::Count])
+            .or_else(|| counts(&[AggFunc::Avg]))
         {
             Some(i) => i,
             None => {
@@ -48,6 +48,7 @@ impl GroupState {
                 accs.len() - 1
             }
         };
+        share_sums(plan, &mut accs, count_acc);
         GroupState {
             accs,
             count_acc,
@@ -159,14 +160,36 @@ impl GroupState {
                 *k *= value_keep;
             }
         } else {
-            for (i, acc) in self.accs[..naggs].iter().enumerate() {
-                acc.emit(slot, &mut out.rows.columns[nkeys + i]);
+            for i in 0..naggs {
+                emit_of(&self.accs, i, slot, &mut out.rows.columns[nkeys + i]);
             }
             if value_keep < 1.0 {
                 // Incomplete but not scaled: keep fraction, no intervals, bounds flagged.
                 self.scaling
                     .mark_incomplete(out.rows.len(), value_keep, out);
             }
+        }
+    }
+}
+
+/// Makes every AVG of a float argument that a SUM call of the same argument adds up, in a
+/// query with a COUNT (`accs[count]`), read that SUM and that COUNT instead of keeping its
+/// own (`Acc::AvgOf`): one pass over a batch's rows fewer, the same bits emitted. Every
+/// tuple folded adds one to every counting accumulator (there are no NULLs), so the COUNT
+/// holds AVG's own count.
+fn share_sums(plan: &AggregatePlan, accs: &mut [Acc], count: usize) {
+    if !matches!(accs[count], Acc::Count(_)) {
+        return;
+    }
+    for (i, call) in plan.aggs.iter().enumerate() {
+        if call.func != AggFunc::Avg || call.arg_type != Some(DataType::Float) {
+            continue;
+        }
+        let sum = plan.aggs.iter().position(|c| {
+            c.func == AggFunc::Sum && c.arg == call.arg && c.arg_type == Some(DataType::Float)
+        });
+        if let Some(sum) = sum {
+            accs[i] = Acc::AvgOf { sum, count };
         }
     }
 }
