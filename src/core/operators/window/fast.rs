@@ -4,7 +4,7 @@
 //! it either places every row exactly as the general loop would (same slots, same order,
 //! same watermark, nothing late, nothing due) or changes nothing and says so.
 
-use super::WindowAggregate;
+use super::{WindowAggregate, packed_key};
 use crate::core::plan::MAX_GROUP_KEYS;
 use crate::core::rows::Rows;
 use crate::core::schema::Nanos;
@@ -69,10 +69,7 @@ impl WindowAggregate {
         } else {
             pairs.reserve(rows.len());
             for pos in 0..rows.len() {
-                let mut key = [0i64; MAX_GROUP_KEYS];
-                for (k, enc) in encoded.iter().enumerate() {
-                    key[k] = enc[pos];
-                }
+                let key = packed_key(&encoded, pos);
                 pairs.push((self.hot_slot_for(start, key), rows.row(pos) as u32));
             }
         }

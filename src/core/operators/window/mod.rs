@@ -269,10 +269,7 @@ impl WindowAggregate {
                 row_closed = w.saturating_sub(lateness).max(self.closed);
             }
             let closed_to = row_closed;
-            let mut key = [0i64; MAX_GROUP_KEYS];
-            for (k, enc) in self.encoded.iter().enumerate() {
-                key[k] = enc[pos];
-            }
+            let key = packed_key(&self.encoded, pos);
             if tumbling {
                 // `t`'s only window; placed unless it has closed. The same decisions as
                 // the general loop below, which runs once for a tumbling window.
@@ -400,6 +397,16 @@ impl WindowAggregate {
         self.windows.entry(gk.0).or_default().push(slot);
         slot
     }
+}
+
+/// The packed group key of the `pos`-th row seen, from its encoded key columns.
+#[inline]
+fn packed_key(encoded: &[Vec<i64>], pos: usize) -> [i64; MAX_GROUP_KEYS] {
+    let mut key = [0i64; MAX_GROUP_KEYS];
+    for (k, enc) in encoded.iter().enumerate() {
+        key[k] = enc[pos];
+    }
+    key
 }
 
 /// Appends `f(row)` for every batch row `rows` sees, in order.
