@@ -8,7 +8,9 @@ use hdrhistogram::Histogram;
 use crate::core::engine::{Engine, ValueObserver};
 use crate::core::schema::Nanos;
 use crate::core::stats::EngineSnapshot;
-use crate::qos::{CostModel, Ewma, LatencyWindow, RobustRate, ValueHistogram, loss_utility};
+use crate::qos::{
+    CostModel, Ewma, LatencyWindow, MergeScratch, RobustRate, ValueHistogram, loss_utility,
+};
 use crate::spec::{QosSpec, Workload};
 
 mod snapshot;
@@ -91,7 +93,7 @@ pub struct Monitor {
     /// drop points (the fan-out a stream drop saves).
     fan_out: CostModel,
     /// Percentile scratch shared by every query.
-    scratch: Vec<(u64, u64)>,
+    scratch: MergeScratch,
 }
 
 impl Monitor {
@@ -116,7 +118,7 @@ impl Monitor {
             overhead: Ewma::new(ALPHA),
             overhead_rate: Ewma::new(ALPHA),
             fan_out: CostModel::default(),
-            scratch: Vec::new(),
+            scratch: MergeScratch::default(),
         }
     }
 
@@ -300,6 +302,10 @@ impl Monitor {
                 let at = t.latency.percentile(l.percentile, CONTROL_TICKS, scratch);
                 (at.unwrap_or(0) as Nanos).max(queue_delay)
             });
+            let [p50, p99] = t
+                .latency
+                .percentiles([50.0, 99.0], self.window_ticks, scratch)
+                .unwrap_or([0, 0]);
             let delivered = t.delivered.value().unwrap_or(1.0);
             let curve = t.qos.as_ref().and_then(|s| s.loss_tolerance.as_ref());
             queries.push(QueryQos {
@@ -319,14 +325,8 @@ impl Monitor {
                 } else {
                     0.0
                 },
-                p50: t
-                    .latency
-                    .percentile(50.0, self.window_ticks, scratch)
-                    .unwrap_or(0) as Nanos,
-                p99: t
-                    .latency
-                    .percentile(99.0, self.window_ticks, scratch)
-                    .unwrap_or(0) as Nanos,
+                p50: p50 as Nanos,
+                p99: p99 as Nanos,
                 latency,
                 target: target.map(|l| l.target),
                 delivered,

@@ -10,7 +10,7 @@ use hdrhistogram::Histogram;
 
 use crate::core::schema::Nanos;
 use crate::core::stats::EngineSnapshot;
-use crate::qos::LatencyWindow;
+use crate::qos::{LatencyWindow, MergeScratch};
 use crate::runtime::control::ControlReport;
 use crate::runtime::monitor::{CONTROL_TICKS, QosSnapshot, QueryQos};
 use crate::shed::ShedPlan;
@@ -25,7 +25,7 @@ pub struct MergedLatency {
     /// Per query: the percentile of its latency target, if it has one.
     targets: Vec<Option<f64>>,
     window_ticks: usize,
-    scratch: Vec<(u64, u64)>,
+    scratch: MergeScratch,
 }
 
 impl MergedLatency {
@@ -38,7 +38,7 @@ impl MergedLatency {
                 .map(|q| q.qos.as_ref().and_then(|s| s.latency).map(|l| l.percentile))
                 .collect(),
             window_ticks,
-            scratch: Vec::new(),
+            scratch: MergeScratch::default(),
         }
     }
 
@@ -62,8 +62,10 @@ impl MergedLatency {
     pub fn apply(&mut self, queries: &mut [QueryQos]) {
         for (q, (m, w)) in queries.iter_mut().zip(&self.windows).enumerate() {
             let scratch = &mut self.scratch;
-            m.p50 = w.percentile(50.0, self.window_ticks, scratch).unwrap_or(0) as Nanos;
-            m.p99 = w.percentile(99.0, self.window_ticks, scratch).unwrap_or(0) as Nanos;
+            let [p50, p99] = w
+                .percentiles([50.0, 99.0], self.window_ticks, scratch)
+                .unwrap_or([0, 0]);
+            (m.p50, m.p99) = (p50 as Nanos, p99 as Nanos);
             if m.latency.is_some()
                 && let Some(Some(p)) = self.targets.get(q)
             {
