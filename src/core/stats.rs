@@ -41,6 +41,12 @@ impl LazyHistogram {
         self.0.as_deref()
     }
 
+    /// Exchanges the histogram with `other` (`None`: not allocated): a reader takes a
+    /// tick's latencies without copying them, and hands back last tick's to be reset.
+    pub fn swap(&mut self, other: &mut Option<Box<Histogram<u64>>>) {
+        std::mem::swap(&mut self.0, other);
+    }
+
     /// The value at quantile `q`, 0 while empty.
     pub fn quantile(&self, q: f64) -> u64 {
         self.get().map_or(0, |h| h.value_at_quantile(q))

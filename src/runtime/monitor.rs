@@ -34,7 +34,7 @@ struct QueryTrack {
     latency: LatencyWindow,
     /// The last tick's result latencies (what observers fold into their own buckets);
     /// allocated at the query's first result.
-    last_tick: Option<Histogram<u64>>,
+    last_tick: Option<Box<Histogram<u64>>>,
     /// (processed, results, seconds) of each tick in the window.
     counts: std::collections::VecDeque<(f64, f64, f64)>,
     /// Value histogram of the query's value-QoS field and its engine observer index.
@@ -186,7 +186,7 @@ impl Monitor {
 
     /// Result latencies of query `q` recorded during the last tick.
     pub fn tick_latency(&self, q: usize) -> &Histogram<u64> {
-        self.queries[q].last_tick.as_ref().unwrap_or(&self.empty)
+        self.queries[q].last_tick.as_deref().unwrap_or(&self.empty)
     }
 
     /// Takes the measurements of the tick ending at `now`.
@@ -255,28 +255,10 @@ impl Monitor {
             if offered > 0.0 {
                 t.delivered.update(1.0 - dropped as f64 / offered);
             }
-            // Slide the latency window by one tick.
-            let tick = engine.tick_latency(qi);
-            t.latency.push(tick);
-            // Empty histograms are not cleared or added: a pass over every bucket each, for
-            // each of many quiet queries, every tick.
-            match (&mut t.last_tick, tick) {
-                (Some(last), Some(h)) => {
-                    if !last.is_empty() {
-                        last.reset();
-                    }
-                    if !h.is_empty() {
-                        let _ = last.add(h);
-                    }
-                }
-                (Some(last), None) => {
-                    if !last.is_empty() {
-                        last.reset();
-                    }
-                }
-                (None, Some(h)) => t.last_tick = Some(h.clone()),
-                (None, None) => {}
-            }
+            // Slide the latency window by one tick. The tick's histogram is taken from the
+            // engine, which gets the last one back to empty (`reset_tick_latency` below).
+            engine.swap_tick_latency(qi, &mut t.last_tick);
+            t.latency.push(t.last_tick.as_deref());
             if let Some((hist, stream, obs)) = &mut t.value {
                 hist.decay(VALUE_DECAY);
                 let counts = &engine.value_counts(*stream, *obs).counts;

@@ -91,6 +91,16 @@ impl Engine {
         self.queries[q].stats.latency_tick.get()
     }
 
+    /// Takes query `q`'s tick histogram into `h` and leaves `h`'s in its place (emptied by
+    /// the next `reset_tick_latency`): the monitor reads a tick without copying it.
+    pub fn swap_tick_latency(
+        &mut self,
+        q: usize,
+        h: &mut Option<Box<hdrhistogram::Histogram<u64>>>,
+    ) {
+        self.queries[q].stats.latency_tick.swap(h);
+    }
+
     /// Empties every query's tick histogram. An empty one is left alone (clearing one costs
     /// a pass over its buckets, and most of many queries record nothing in a tick).
     pub fn reset_tick_latency(&mut self) {

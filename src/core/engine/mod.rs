@@ -340,15 +340,26 @@ impl Engine {
         if let Some(o) = &mut q.processed_values {
             observe_rows(o, item.rows());
         }
-        q.pipeline.next_prefiltered(item.prefiltered);
-        q.pipeline.process_selected(
-            item.rows(),
-            item.keep,
-            item.value_keep,
-            item.time.as_deref(),
-            &mut q.out,
-        );
+        // A batch narrowed for this query alone that is its whole result (a filter query
+        // whose WHERE the predicate index evaluated) becomes the result, not a copy of it.
         let tuples = item.len();
+        let whole = item.prefiltered && item.sel.is_none() && item.time.is_none();
+        if whole
+            && q.out.is_empty()
+            && q.pipeline.passes_through()
+            && let Some(batch) = Arc::get_mut(&mut item.batch)
+        {
+            (q.pipeline).pass_through(batch, item.keep, item.value_keep, &mut q.out);
+        } else {
+            q.pipeline.next_prefiltered(item.prefiltered);
+            q.pipeline.process_selected(
+                item.rows(),
+                item.keep,
+                item.value_keep,
+                item.time.as_deref(),
+                &mut q.out,
+            );
+        }
         q.stats.processed += tuples as u64;
         // Only a query with results is visited by `emit` (most of many filters emit
         // nothing in most turns).

@@ -77,6 +77,9 @@ pub struct Pipeline {
     residual: Option<Option<Expr>>,
     /// The next `process_routed` batch is prefiltered (reset by that call).
     prefiltered: bool,
+    /// The SELECT list is every input column in order (`SELECT *` or its spelling out):
+    /// a batch every row of which passes is its own result.
+    identity: bool,
 }
 
 impl Pipeline {
@@ -85,8 +88,12 @@ impl Pipeline {
             PlanBody::Project(exprs) => Body::Project(exprs.clone()),
             PlanBody::Aggregate(a) => Body::Aggregate(Box::new(Aggregate::new(a))),
         };
+        let identity = matches!(&body, Body::Project(exprs)
+            if exprs.len() == input_types.len()
+                && exprs.iter().enumerate().all(|(i, e)| matches!(e, Expr::Column(c) if *c == i)));
         Pipeline {
             filter: plan.filter.clone(),
+            identity,
             body,
             prefix: Vec::new(),
             shard: None,
@@ -109,6 +116,31 @@ impl Pipeline {
     /// conjunct). Needs `set_residual` first.
     pub fn next_prefiltered(&mut self, on: bool) {
         self.prefiltered = on && self.residual.is_some();
+    }
+
+    /// Whether a prefiltered batch, read whole, is its own result: the SELECT list is every
+    /// column in order, nothing is left of the WHERE clause after the predicate index, and
+    /// no shard filter applies (`pass_through`).
+    pub fn passes_through(&self) -> bool {
+        self.identity && matches!(self.residual, Some(None)) && self.shard.is_none()
+    }
+
+    /// `process_selected` of a prefiltered `batch` read whole when `passes_through`, into
+    /// an empty `out`: the batch's buffers become the result rows and `batch` gets `out`'s
+    /// empty ones, so no row is copied. Same rows, arrival times and keeps as the copy.
+    pub fn pass_through(
+        &mut self,
+        batch: &mut Batch,
+        keep: f64,
+        value_keep: f64,
+        out: &mut Output,
+    ) {
+        debug_assert!(self.passes_through() && out.is_empty());
+        self.prefiltered = false;
+        self.owned_last = batch.len();
+        std::mem::swap(&mut out.rows, batch);
+        out.approx
+            .push_uniform(0, out.rows.len(), keep * value_keep);
     }
 
     /// Keeps only the rows of one worker's key shards from the next batch on.
