@@ -32,6 +32,10 @@ pub struct BenchArgs {
     /// typed loop, shared, unshared).
     #[arg(long)]
     pub many: bool,
+    /// Print the workload the many-queries live lines run, with this many threshold
+    /// queries over `--tuples` tuples, and exit (run it with `spillway run`).
+    #[arg(long, value_name = "QUERIES", value_parser = clap::value_parser!(u32).range(1..=100_000))]
+    pub print_many: Option<u32>,
     /// Only measure the string lines (projection, equality filter, GROUP BY and shared
     /// equality queries on a string column).
     #[arg(long)]
@@ -78,6 +82,13 @@ queries:
 }
 
 pub fn bench(args: BenchArgs) -> Result<ExitCode, Failure> {
+    if let Some(n) = args.print_many {
+        print!(
+            "{}",
+            super::bench_many::many_yaml(n as usize, Some(args.tuples))
+        );
+        return Ok(ExitCode::SUCCESS);
+    }
     if args.strings {
         let clock = WallClock::start();
         super::bench_strings::bench_strings(args.tuples, args.batch_size, &clock)?;

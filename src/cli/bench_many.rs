@@ -21,7 +21,7 @@ const P99_TEMP: f64 = 31.63;
 /// `live`: the tuples of a live run, with the default queue bounds (the pull source waits
 /// for room, as a user's would); `None` for the engine benches, which feed pre-generated
 /// batches into unbounded queues.
-fn many_yaml(n: usize, live: Option<u64>) -> String {
+pub(super) fn many_yaml(n: usize, live: Option<u64>) -> String {
     let (bounds, count) = match live {
         Some(count) => ("", count),
         None => (", queue_capacity: 100000000, queue_memory: 64GiB", 1),
@@ -186,4 +186,24 @@ pub fn bench_many(batches: &[Batch], tuples: u64, clock: &WallClock) -> Result<(
         );
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_printed_live_workload_has_the_queries_and_tuples_asked_for() {
+        let w = spec::parse(&many_yaml(3, Some(1234)), "<bench>").expect("valid workload");
+        assert_eq!(w.queries.len(), 3);
+        assert!(
+            w.queries[2].sql.ends_with("temp > 31.632"),
+            "{}",
+            w.queries[2].sql
+        );
+        let crate::spec::SourceKind::Generator(g) = &w.streams[0].source.kind else {
+            panic!("a generated stream")
+        };
+        assert_eq!(g.count, Some(1234));
+    }
 }
