@@ -37,9 +37,11 @@ impl WindowAggregate {
         if hi >= start.saturating_add(slide) || start < self.hot.0 {
             return false;
         }
-        // The watermark each row sees is at most the batch's largest (a filtered batch's
-        // prefix is a running maximum that includes the row itself).
-        let most = prefix.map_or(hi, |p| p.iter().map(|e| e.0).max().unwrap_or(hi).max(hi));
+        // The watermark each row sees is at most the batch's largest. A prefix (a filtered
+        // or routed batch's) is a running maximum that includes the row itself: its largest
+        // is its last, read without a pass over the rows' entries.
+        debug_assert!(prefix.is_none_or(|p| p.windows(2).all(|w| w[0].0 <= w[1].0)));
+        let most = prefix.and_then(|p| p.last()).map_or(hi, |e| e.0.max(hi));
         let watermark = self.watermark.max(most);
         let closed_to = watermark.saturating_sub(lateness);
         // A window would become due (general loop), or the slice's last window has closed
