@@ -8,18 +8,6 @@ use std::process::ExitCode;
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
-/// mimalloc's `mi_option_purge_delay` (its v3 header; libmimalloc-sys names no constant).
-const MI_OPTION_PURGE_DELAY: libmimalloc_sys::mi_option_t = 15;
-
-/// How long freed memory stays with the process before it goes back to the OS: a backlog
-/// that drains and builds again (queues of many standing queries, a surge) reuses its pages
-/// instead of faulting in freshly zeroed ones. `MIMALLOC_PURGE_DELAY` still overrides it.
-const PURGE_DELAY_MS: std::ffi::c_long = 10_000;
-
 fn main() -> ExitCode {
-    if std::env::var_os("MIMALLOC_PURGE_DELAY").is_none() {
-        // SAFETY: stores an option value; no other thread is running yet.
-        unsafe { libmimalloc_sys::mi_option_set(MI_OPTION_PURGE_DELAY, PURGE_DELAY_MS) };
-    }
     spillway::cli::main()
 }

@@ -3,7 +3,8 @@
 //! scheduled, windows closed) whose ledger is final and balances: everything it was offered
 //! was processed, shed, or (removed without flushing) counted as `Withdrawn`.
 
-use super::{Emitted, Engine, EngineError, QueryDef, query_snapshot};
+use super::snapshot::query_snapshot;
+use super::{Emitted, Engine, EngineError, QueryDef};
 use crate::core::drop::{DropReason, DropRule};
 use crate::core::schema::Nanos;
 use crate::core::stats::QuerySnapshot;

@@ -13,13 +13,16 @@
 use std::sync::Arc;
 
 mod access;
+mod defs;
 mod fanout;
 mod history;
 mod manage;
 mod selected;
 mod shard;
 mod shared;
+mod snapshot;
 
+pub use defs::{DEFAULT_QUEUE_MEMORY, EngineConfig, EngineError, QueryDef, StreamDef};
 pub use fanout::PreShed;
 pub use history::Replay;
 pub use manage::Removal;
@@ -27,74 +30,17 @@ pub use shard::shard_column;
 pub use shared::DEFAULT_SHARE_MIN;
 
 use super::batch::Batch;
-use super::drop::{DropPoint, DropReason};
+use super::drop::DropPoint;
 use super::held::Held;
 use super::indexset::IndexSet;
 pub use super::ingest::{DropRules, ValueObserver};
 use super::ingest::{mix, observe_rows};
 use super::operators::{Output, Pipeline, ResultApprox};
-use super::plan::QueryPlan;
 use super::queue::InputQueue;
 use super::recycle::BatchRing;
 use super::scheduler::{QueueView, Scheduler, SchedulerKind};
-use super::schema::{DataType, Nanos, Schema};
-use super::stats::{EngineSnapshot, QuerySnapshot, QueryStats, StreamSnapshot};
-
-/// A stream the engine accepts input for.
-#[derive(Clone, Debug)]
-pub struct StreamDef {
-    pub name: String,
-    pub schema: Schema,
-}
-
-/// A registered continuous query.
-#[derive(Clone, Debug)]
-pub struct QueryDef {
-    pub name: String,
-    pub plan: QueryPlan,
-    pub latency_target: Option<Nanos>,
-    pub weight: f64,
-    /// Zero loss tolerance: its input queue is unbounded (never queue-full) and the
-    /// shedder never drops its input.
-    pub lossless: bool,
-}
-
-/// The default `EngineConfig::queue_memory`: 64 MiB, about 1.4 M rows of six numbers,
-/// far more than a latency target of a second lets a shedding engine queue.
-pub const DEFAULT_QUEUE_MEMORY: usize = 64 << 20;
-
-#[derive(Clone, Copy, Debug)]
-pub struct EngineConfig {
-    pub queue_capacity: usize,
-    /// What all input queues together may hold in memory, in bytes (`Held`): past it,
-    /// a batch no queue holds yet is refused as queue-full by every query but those with
-    /// an empty queue and the lossless ones.
-    pub queue_memory: usize,
-    pub scheduler: SchedulerKind,
-    /// Seeds the drop points' random generators.
-    pub seed: u64,
-}
-
-impl Default for EngineConfig {
-    fn default() -> EngineConfig {
-        EngineConfig {
-            queue_capacity: 1_000_000,
-            queue_memory: DEFAULT_QUEUE_MEMORY,
-            scheduler: SchedulerKind::RoundRobin,
-            seed: 0,
-        }
-    }
-}
-
-#[derive(Clone, Debug, thiserror::Error, PartialEq)]
-pub enum EngineError {
-    #[error("query `{query}` reads unknown stream `{stream}`")]
-    UnknownStream { query: String, stream: String },
-    #[error("a query named `{0}` is already running")]
-    DuplicateQuery(String),
-    #[error("no running query has index {0}")]
-    NoSuchQuery(usize),
-}
+use super::schema::{DataType, Nanos};
+use super::stats::QueryStats;
 
 #[derive(Debug)]
 struct StreamState {
@@ -464,60 +410,7 @@ impl Engine {
         });
         q.out.clear();
     }
-
-    /// Counters and latency percentiles of every stream and query.
-    pub fn snapshot(&self) -> EngineSnapshot {
-        let queries = self.queries.iter().map(query_snapshot).collect();
-        EngineSnapshot {
-            streams: self
-                .streams
-                .iter()
-                .map(|s| {
-                    let mut dropped = s.drop.dropped;
-                    dropped[DropReason::Malformed.index()] = s.malformed;
-                    StreamSnapshot {
-                        name: s.def.name.clone(),
-                        ingested: s.ingested,
-                        dropped,
-                        retained: s.retained.as_ref().map(|r| r.snapshot()),
-                    }
-                })
-                .collect(),
-            queries,
-            overhead: self.overhead,
-            queued_bytes: self.held.bytes() as u64,
-            queued_bytes_peak: self.held.peak() as u64,
-        }
-    }
 }
 
 /// Selection buffers kept for reuse (one per partial keep in flight is plenty).
 const SPARE_SELS: usize = 256;
-
-/// The counters of one query.
-fn query_snapshot(q: &QueryState) -> QuerySnapshot {
-    let [p50, p99, max] = q
-        .stats
-        .quantiles
-        .unwrap_or_else(|| q.stats.latency.quantiles());
-    QuerySnapshot {
-        name: q.def.name.clone(),
-        stream: q.def.plan.stream.clone(),
-        offered: q.stats.offered,
-        dropped: q.stats.dropped,
-        busy: q.stats.busy,
-        processed: q.stats.processed,
-        queued: q.queue.depth() as u64,
-        late: q.pipeline.late(),
-        windows_lost: q.pipeline.windows_lost(),
-        results: q.stats.results,
-        p50: p50 as Nanos,
-        p99: p99 as Nanos,
-        max: max as Nanos,
-        processed_values: q
-            .processed_values
-            .as_ref()
-            .map_or_else(Vec::new, |o| o.counts.clone()),
-        removed: q.removed,
-    }
-}
