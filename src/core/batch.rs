@@ -27,17 +27,6 @@ impl Column {
         }
     }
 
-    /// Makes room for `rows` rows in all (no doubling past it).
-    pub fn reserve_total(&mut self, rows: usize) {
-        let more = rows.saturating_sub(self.len());
-        match self {
-            Column::Int(v) => v.reserve_exact(more),
-            Column::Float(v) => v.reserve_exact(more),
-            Column::Str(v) => v.reserve_exact(more),
-            Column::Bool(v) => v.reserve_exact(more),
-        }
-    }
-
     pub fn len(&self) -> usize {
         match self {
             Column::Int(v) => v.len(),
@@ -162,15 +151,6 @@ impl Batch {
     pub fn heap_bytes(&self) -> usize {
         self.arrival.capacity() * std::mem::size_of::<Nanos>()
             + self.columns.iter().map(Column::heap_bytes).sum::<usize>()
-    }
-
-    /// Makes room for `rows` rows in all, in the arrival times and every column, unless
-    /// there is room already (a batch that will grow to a known size, in one step).
-    pub fn reserve_total(&mut self, rows: usize) {
-        if self.arrival.capacity() < rows {
-            self.arrival.reserve_exact(rows - self.arrival.len());
-            self.columns.iter_mut().for_each(|c| c.reserve_total(rows));
-        }
     }
 
     /// Empties the batch and keeps every column's capacity.

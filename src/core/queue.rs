@@ -146,13 +146,6 @@ impl InputQueue {
             return false;
         };
         let before = batch.heap_bytes();
-        // A tail that takes rows is behind and will likely fill: room for `limit` rows in
-        // one step, not a doubling every few rows (each a copy into fresh memory), when
-        // the memory budget has room for it.
-        let full = limit * 8 * (src.columns.len() + 1);
-        if paced || held.bytes() + full.saturating_sub(before) <= held.budget() {
-            batch.reserve_total(limit);
-        }
         match rows {
             Some(rows) => batch.gather_from(src, rows),
             None => batch.extend_from(src),

@@ -36,7 +36,8 @@ impl LazyHistogram {
             .saturating_record_n(v, n);
     }
 
-    /// The histogram, once something was recorded (it may have been reset since).
+    /// The histogram, once something was recorded or one was swapped in (it may have been
+    /// reset since, or hold what a swap brought until the next `reset`).
     pub fn get(&self) -> Option<&Histogram<u64>> {
         self.0.as_deref()
     }

@@ -79,9 +79,9 @@ impl LatencyWindow {
         self.percentiles([p], last, scratch).map(|[v]| v)
     }
 
-    /// The percentiles `ps` (each 0..=100) of the latencies of the last `last` ticks, from
-    /// one merge of those ticks; `None` if there were none. Each tick's values are already
-    /// ascending, so the ticks are merged pairwise (a pass per doubling, no sort).
+    /// The percentiles `ps` (each 0..=100) of the latencies of the last `last` ticks; `None`
+    /// if there were none. The whole window reads the kept sum (`whole`, no merge); a
+    /// shorter span merges its ticks, already ascending, pairwise (a pass per doubling).
     pub fn percentiles<const N: usize>(
         &self,
         ps: [f64; N],

@@ -32,8 +32,8 @@ struct QueryTrack {
     delivered: Ewma,
     /// Latencies of the last `window_ticks` ticks, sparse (an idle query holds nothing).
     latency: LatencyWindow,
-    /// The last tick's result latencies (what observers fold into their own buckets);
-    /// allocated at the query's first result.
+    /// The last tick's result latencies (what observers fold into their own buckets),
+    /// taken from the engine by a swap each tick: `None` after a tick without results.
     last_tick: Option<Box<Histogram<u64>>>,
     /// (processed, results, seconds) of each tick in the window.
     counts: std::collections::VecDeque<(f64, f64, f64)>,

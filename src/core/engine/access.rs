@@ -85,8 +85,9 @@ impl Engine {
         &self.queries[q].def.plan
     }
 
-    /// Result latencies of query `q` since `reset_tick_latency`.
-    /// `None` until the query's first result.
+    /// Result latencies of query `q` since `reset_tick_latency`. `None` while the query
+    /// holds no histogram: before its first result, or after a quiet tick's
+    /// `swap_tick_latency` handed the monitor nothing and took nothing back.
     pub fn tick_latency(&self, q: usize) -> Option<&hdrhistogram::Histogram<u64>> {
         self.queries[q].stats.latency_tick.get()
     }

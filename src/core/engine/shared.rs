@@ -42,7 +42,8 @@ pub(super) struct StreamShare {
     dirty: bool,
     share_min: usize,
     /// Narrowed batches the queries are done with, reused (this stream's column types):
-    /// a member's batch costs no allocation but its `Arc`.
+    /// a member's batch costs no allocation but its `Arc`. A batch a query took whole as
+    /// its result (`Pipeline::pass_through`) comes back holding that result's old buffers.
     spare: Vec<Batch>,
 }
 

@@ -1,5 +1,6 @@
 //! The engine's counters as a snapshot: each stream's and query's ledger and latency
-//! percentiles, and the memory its queues hold.
+//! percentiles, and the memory its queues hold. Invariant: taken between turns, every
+//! query's ledger balances (offered = processed + queued + dropped by reason).
 
 use super::{Engine, QueryState};
 use crate::core::drop::DropReason;
