@@ -27,6 +27,17 @@ impl Column {
         }
     }
 
+    /// Makes room for `rows` rows in all (no doubling past it).
+    pub fn reserve_total(&mut self, rows: usize) {
+        let more = rows.saturating_sub(self.len());
+        match self {
+            Column::Int(v) => v.reserve_exact(more),
+            Column::Float(v) => v.reserve_exact(more),
+            Column::Str(v) => v.reserve_exact(more),
+            Column::Bool(v) => v.reserve_exact(more),
+        }
+    }
+
     pub fn len(&self) -> usize {
         match self {
             Column::Int(v) => v.len(),
@@ -151,6 +162,19 @@ impl Batch {
     pub fn heap_bytes(&self) -> usize {
         self.arrival.capacity() * std::mem::size_of::<Nanos>()
             + self.columns.iter().map(Column::heap_bytes).sum::<usize>()
+    }
+
+    /// Makes room for `n` more rows: when they do not fit, the capacity becomes the largest
+    /// of the rows needed, twice the capacity and `floor`, but at most `limit` (a batch
+    /// known to grow by a few rows at a time to `limit` reallocates a few times, not once
+    /// per doubling from a handful of rows).
+    pub fn grow_for(&mut self, n: usize, floor: usize, limit: usize) {
+        let (len, cap) = (self.len(), self.arrival.capacity());
+        if len + n > cap {
+            let rows = (len + n).max(2 * cap).max(floor).min(limit.max(len + n));
+            self.arrival.reserve_exact(rows - len);
+            self.columns.iter_mut().for_each(|c| c.reserve_total(rows));
+        }
     }
 
     /// Empties the batch and keeps every column's capacity.

@@ -64,6 +64,10 @@ pub struct InputQueue {
     capacity: usize,
 }
 
+/// The capacity, in rows, a coalescing tail first grows to (a quarter of the default
+/// coalescing limit: about 8 KiB a column).
+const COALESCE_FLOOR: usize = 256;
+
 impl InputQueue {
     pub fn new(capacity: usize) -> InputQueue {
         InputQueue {
@@ -146,6 +150,9 @@ impl InputQueue {
             return false;
         };
         let before = batch.heap_bytes();
+        // A tail that takes rows is behind and grows a few rows at a time: its first growth
+        // goes to `COALESCE_FLOOR` rows, then doubles (charged as any capacity is).
+        batch.grow_for(n, COALESCE_FLOOR, limit);
         match rows {
             Some(rows) => batch.gather_from(src, rows),
             None => batch.extend_from(src),

@@ -108,6 +108,11 @@ impl StrColumn {
         self.codes.len()
     }
 
+    /// Makes room for `more` rows (no doubling past it).
+    pub fn reserve_exact(&mut self, more: usize) {
+        self.codes.reserve_exact(more);
+    }
+
     pub fn is_empty(&self) -> bool {
         self.codes.is_empty()
     }
