@@ -234,3 +234,35 @@ impl Batch {
         self.columns.iter().all(|c| c.len() == self.arrival.len())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn grow_for_jumps_to_the_floor_then_doubles_and_stops_at_the_limit() {
+        let types = [DataType::Int, DataType::Str];
+        let mut b = Batch::new(&types, 0);
+        let row = [Scalar::Int(1), Scalar::Str("a".into())];
+        let caps = |b: &Batch| match &b.columns[0] {
+            Column::Int(v) => (b.arrival.capacity(), v.capacity()),
+            _ => unreachable!(),
+        };
+        b.grow_for(3, 256, 1024);
+        assert_eq!(caps(&b), (256, 256));
+        for _ in 0..256 {
+            b.push_row(0, &row);
+        }
+        // Room enough: nothing moves.
+        b.grow_for(0, 256, 1024);
+        assert_eq!(caps(&b), (256, 256));
+        b.grow_for(1, 256, 1024);
+        assert_eq!(caps(&b), (512, 512));
+        for _ in 256..512 {
+            b.push_row(0, &row);
+        }
+        // Doubling would make 1024: the limit holds it at 700.
+        b.grow_for(100, 256, 700);
+        assert_eq!(caps(&b), (700, 700), "never past the limit");
+    }
+}
