@@ -95,16 +95,8 @@ impl Engine {
         let st = &mut self.queries[q];
         let mut rows_dropped = 0;
         if flush {
-            while let Some(item) = st.queue.pop(&mut self.held) {
-                st.pipeline.next_prefiltered(item.prefiltered);
-                st.pipeline.process_selected(
-                    item.rows(),
-                    item.keep,
-                    item.value_keep,
-                    item.time.as_deref(),
-                    &mut st.out,
-                );
-                st.stats.processed += item.len() as u64;
+            while let Some(mut item) = st.queue.pop(&mut self.held) {
+                st.stats.processed += st.process(&mut item) as u64;
             }
             st.pipeline.flush(now, &mut st.out);
         } else {

@@ -36,7 +36,7 @@ use super::indexset::IndexSet;
 pub use super::ingest::{DropRules, ValueObserver};
 use super::ingest::{mix, observe_rows};
 use super::operators::{Output, Pipeline, ResultApprox};
-use super::queue::InputQueue;
+use super::queue::{InputQueue, Queued};
 use super::recycle::BatchRing;
 use super::scheduler::{QueueView, Scheduler, SchedulerKind};
 use super::schema::{DataType, Nanos};
@@ -84,6 +84,33 @@ struct QueryState {
     processed_values: Option<ValueObserver>,
     /// Removed from the run: no input, never scheduled, ledger frozen (a tombstone).
     removed: bool,
+}
+
+impl QueryState {
+    /// Runs one queued item through the pipeline into `out`; returns its tuples. A batch
+    /// narrowed for this query alone that is its whole result (a filter query whose WHERE
+    /// the predicate index evaluated) becomes the result, not a copy of it.
+    fn process(&mut self, item: &mut Queued) -> usize {
+        let tuples = item.len();
+        let whole = item.prefiltered && item.sel.is_none() && item.time.is_none();
+        if whole
+            && self.out.is_empty()
+            && self.pipeline.passes_through()
+            && let Some(batch) = Arc::get_mut(&mut item.batch)
+        {
+            (self.pipeline).pass_through(batch, item.keep, item.value_keep, &mut self.out);
+        } else {
+            self.pipeline.next_prefiltered(item.prefiltered);
+            self.pipeline.process_selected(
+                item.rows(),
+                item.keep,
+                item.value_keep,
+                item.time.as_deref(),
+                &mut self.out,
+            );
+        }
+        tuples
+    }
 }
 
 /// What one scheduler turn did.
@@ -286,26 +313,7 @@ impl Engine {
         if let Some(o) = &mut q.processed_values {
             observe_rows(o, item.rows());
         }
-        // A batch narrowed for this query alone that is its whole result (a filter query
-        // whose WHERE the predicate index evaluated) becomes the result, not a copy of it.
-        let tuples = item.len();
-        let whole = item.prefiltered && item.sel.is_none() && item.time.is_none();
-        if whole
-            && q.out.is_empty()
-            && q.pipeline.passes_through()
-            && let Some(batch) = Arc::get_mut(&mut item.batch)
-        {
-            (q.pipeline).pass_through(batch, item.keep, item.value_keep, &mut q.out);
-        } else {
-            q.pipeline.next_prefiltered(item.prefiltered);
-            q.pipeline.process_selected(
-                item.rows(),
-                item.keep,
-                item.value_keep,
-                item.time.as_deref(),
-                &mut q.out,
-            );
-        }
+        let tuples = q.process(&mut item);
         q.stats.processed += tuples as u64;
         // Only a query with results is visited by `emit` (most of many filters emit
         // nothing in most turns).
