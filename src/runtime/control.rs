@@ -2,7 +2,7 @@
 //! measurements and the policy, and the plan is installed at the engine's drop points. The
 //! loop only sets numbers; it never touches tuples.
 
-use crate::core::drop::{DropRule, ValueBins, WindowRule};
+use crate::core::drop::{DropRule, WindowRule};
 use crate::core::engine::{DropRules, Engine};
 use crate::core::schema::Nanos;
 use crate::runtime::controls::PolicySwitch;
@@ -13,12 +13,14 @@ use crate::shed::{
 };
 use crate::spec::{Policy, QosSpec, Workload};
 
+mod apply;
 mod backlog;
 mod guard;
 mod queries;
 mod rest;
 mod templates;
 
+use apply::model_cost;
 use templates::{key_columns, rows_shape, window_rule};
 
 pub use guard::GUARD;
@@ -258,29 +260,7 @@ impl Controller {
         } else {
             qos.queries.iter().map(|q| q.fixed_cost).sum()
         };
-        // The model checked against what happened: the work that arrived over this tick
-        // (work done, plus the growth of the backlog at the measured costs) against what
-        // the last plan predicted for it.
-        let dt = ((now - self.prev_at).max(1)) as f64 / 1e9;
-        let backlog: f64 = qos
-            .queries
-            .iter()
-            .zip(&self.prev_queued)
-            .map(|(q, &before)| (q.queued as f64 - before) * q.cost)
-            .sum();
-        self.prev_queued = qos.queries.iter().map(|q| q.queued as f64).collect();
-        self.prev_at = now;
-        if let Some(predicted) = self.predicted.filter(|p| *p > 0.01 * self.capacity) {
-            let arrived = (qos.busy * 1e9 + backlog / dt).max(0.0);
-            let e = (arrived - predicted) / predicted;
-            qos.model_error = Some(e);
-            if self.state.shedding() {
-                self.error_sum += e.abs();
-                self.error_ticks += 1;
-            }
-        }
-        qos.model_error_mean =
-            (self.error_ticks > 0).then(|| self.error_sum / self.error_ticks as f64);
+        self.check_model(&mut qos, now);
         // The queued work at the costs the model plans with (declared or measured).
         let queued_work: f64 = qos
             .queries
@@ -399,99 +379,6 @@ impl Controller {
         if !matches!(self.policy.params.kind, ShedKind::None | ShedKind::TailDrop) {
             engine.install(&rules);
         }
-        let h = &mut self.history;
-        h.ticks += 1;
-        h.shedding_ticks += p.shedding as u64;
-        for (m, k) in h.stream_min_keep.iter_mut().zip(&stream_keep) {
-            *m = m.min(*k);
-        }
-        for (m, k) in h.query_min_keep.iter_mut().zip(&query_keep) {
-            *m = m.min(*k);
-        }
-        // A semantic drop sheds the least valuable tuples first: its utility is the share
-        // of value kept (from the plan), not the loss-tolerance graph at the share of
-        // tuples kept.
-        for ((q, d), u) in qos.queries.iter_mut().zip(&p.queries).zip(&p.utility) {
-            if matches!(d, QueryDrop::Semantic(_)) {
-                q.utility = *u;
-            }
-        }
-        for (i, q) in qos.queries.iter().enumerate() {
-            // A removed query's figures end with it.
-            if self.removed.get(i).copied().unwrap_or(false) {
-                continue;
-            }
-            h.utility_sum[i] += q.utility;
-            h.utility_min[i] = h.utility_min[i].min(q.utility);
-            h.utility_ticks[i] += 1;
-        }
-        let report = ControlReport {
-            qos,
-            plan: p,
-            stream_keep,
-            query_keep,
-        };
-        self.note_rest(&report);
-        self.last = Some(report.clone());
-        report
+        self.record(qos, p, stream_keep, query_keep)
     }
-
-    /// The engine rules that realise `p`.
-    fn rules(&self, p: &ShedPlan) -> DropRules {
-        DropRules {
-            streams: p
-                .streams
-                .iter()
-                .map(|&k| {
-                    if k >= 1.0 {
-                        DropRule::KeepAll
-                    } else {
-                        DropRule::Random { keep: k }
-                    }
-                })
-                .collect(),
-            queries: p
-                .queries
-                .iter()
-                .enumerate()
-                .map(|(qi, d)| match d {
-                    QueryDrop::KeepAll => DropRule::KeepAll,
-                    QueryDrop::Random { keep } => DropRule::Random { keep: *keep },
-                    QueryDrop::Semantic(s) => DropRule::Semantic(ValueBins {
-                        column: s.column,
-                        lo: s.binning.lo(),
-                        hi: s.binning.hi(),
-                        width: s.binning.width(),
-                        keep: s.keep.clone(),
-                    }),
-                    // Window-aware needs a tumbling window over column keys; other
-                    // queries get the same keep fraction at random.
-                    QueryDrop::Keys { keep } => match &self.key_columns[qi] {
-                        Some(k) => DropRule::Keys {
-                            keep: *keep,
-                            key_columns: k.clone(),
-                        },
-                        None => DropRule::Random { keep: *keep },
-                    },
-                    QueryDrop::Window { keep } => match &self.window_rules[qi] {
-                        Some(r) => DropRule::Window(WindowRule {
-                            keep: *keep,
-                            ..r.clone()
-                        }),
-                        None => DropRule::Random { keep: *keep },
-                    },
-                })
-                .collect(),
-            queue_capacity: None,
-        }
-    }
-}
-
-/// Query `qi`'s cost per tuple as the load model plans with it: declared (`declared`), or
-/// else `measured`.
-fn model_cost(declared: Option<&[f64]>, qi: usize, measured: f64) -> f64 {
-    declared
-        .and_then(|c| c.get(qi).copied())
-        .filter(|c| c.is_finite())
-        .unwrap_or(measured)
 }
