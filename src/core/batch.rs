@@ -64,6 +64,22 @@ impl Column {
         }
     }
 
+    /// The part of `heap_bytes` that follows the capacity.
+    pub fn capacity_bytes(&self) -> usize {
+        match self {
+            Column::Str(v) => v.capacity_bytes(),
+            _ => self.heap_bytes(),
+        }
+    }
+
+    /// The part of `heap_bytes` that follows the rows (`None`: every row): strings' text.
+    pub fn text_bytes_of(&self, rows: Option<&[u32]>) -> usize {
+        match self {
+            Column::Str(v) => v.text_bytes_of(rows),
+            _ => 0,
+        }
+    }
+
     pub fn clear(&mut self) {
         match self {
             Column::Int(v) => v.clear(),
@@ -162,6 +178,19 @@ impl Batch {
     pub fn heap_bytes(&self) -> usize {
         self.arrival.capacity() * std::mem::size_of::<Nanos>()
             + self.columns.iter().map(Column::heap_bytes).sum::<usize>()
+    }
+
+    /// The part of `heap_bytes` that follows the capacity (`Column::capacity_bytes`).
+    pub fn capacity_bytes(&self) -> usize {
+        self.arrival.capacity() * std::mem::size_of::<Nanos>()
+            + self.columns.iter().map(Column::capacity_bytes).sum::<usize>()
+    }
+
+    /// What `rows` of this batch (`None`: every row) add to `heap_bytes` beyond capacity
+    /// when appended to another batch: their strings' text. So `heap_bytes` after an
+    /// append is `capacity_bytes` after it plus the text before plus this.
+    pub fn text_bytes_of(&self, rows: Option<&[u32]>) -> usize {
+        self.columns.iter().map(|c| c.text_bytes_of(rows)).sum()
     }
 
     /// Makes room for `n` more rows: when they do not fit, the capacity becomes the largest

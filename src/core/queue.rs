@@ -149,7 +149,9 @@ impl InputQueue {
         let Some(batch) = Arc::get_mut(&mut tail.batch) else {
             return false;
         };
-        let before = batch.heap_bytes();
+        // What the rows add to the batch's bytes: the capacity it grows by and their text
+        // (`Batch::text_bytes_of`), without walking the rows it already holds.
+        let before = batch.capacity_bytes();
         // A tail that takes rows is behind and grows a few rows at a time: its first growth
         // goes to `COALESCE_FLOOR` rows, then doubles (charged as any capacity is).
         batch.grow_for(n, COALESCE_FLOOR, limit);
@@ -157,7 +159,7 @@ impl InputQueue {
             Some(rows) => batch.gather_from(src, rows),
             None => batch.extend_from(src),
         }
-        let grown = batch.heap_bytes().saturating_sub(before);
+        let grown = batch.capacity_bytes().saturating_sub(before) + src.text_bytes_of(rows);
         if grown > 0 {
             held.regrow(&tail.batch, grown);
         }
@@ -274,6 +276,39 @@ mod tests {
         let mut other = InputQueue::new(1000);
         other.offer(whole, &mut held, false).unwrap();
         assert!(!other.coalesce_rows(&src, None, (1.0, 1.0), &mut held, 64, false));
+    }
+
+    #[test]
+    fn coalesced_rows_are_charged_what_they_add_to_the_batch() {
+        // Strings of different lengths, from a dictionary larger than the small-table one
+        // and from a small one: the charge after each append is the batch's whole
+        // `heap_bytes`, though only the appended rows were read.
+        let strings = |n: usize, distinct: usize| {
+            let mut b = Batch::new(&[DataType::Int, DataType::Str], n);
+            for i in 0..n {
+                let text: Arc<str> = "x".repeat(i % distinct).into();
+                b.push_row(i as i64, &[Scalar::Int(i as i64), Scalar::Str(text)]);
+            }
+            b
+        };
+        for distinct in [3, 300] {
+            let mut held = Held::new(usize::MAX);
+            let mut q = InputQueue::new(100_000);
+            q.offer(narrowed(strings(5, distinct)), &mut held, false)
+                .unwrap();
+            let src = strings(1000, distinct);
+            let sel: Vec<u32> = (0..1000).step_by(7).collect();
+            for k in 0..20 {
+                let rows = &sel[k * 5..k * 5 + 5];
+                assert!(q.coalesce_rows(&src, Some(rows), (1.0, 1.0), &mut held, 4096, false));
+                let tail = q.batches.back().unwrap();
+                assert_eq!(held.bytes(), tail.batch.heap_bytes(), "{distinct} values, append {k}");
+            }
+            assert!(q.coalesce_rows(&src, None, (1.0, 1.0), &mut held, 4096, false));
+            assert_eq!(held.bytes(), q.batches.back().unwrap().batch.heap_bytes());
+            q.pop(&mut held).unwrap();
+            assert_eq!((held.bytes(), held.batches()), (0, 0), "released in full");
+        }
     }
 
     #[test]

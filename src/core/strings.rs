@@ -263,10 +263,21 @@ impl StrColumn {
     /// An upper bound on what the codes and dictionary hold, kept so queue memory budgets
     /// admit exactly what they admitted before strings were encoded.
     pub fn heap_bytes(&self) -> usize {
-        use std::mem::size_of;
+        self.capacity_bytes() + self.text_bytes_of(None)
+    }
+
+    /// The part of `heap_bytes` that follows the capacity: a pointer and a length per row.
+    pub fn capacity_bytes(&self) -> usize {
+        self.codes.capacity() * std::mem::size_of::<Arc<str>>()
+    }
+
+    /// The part of `heap_bytes` that follows the rows (`None`: every row): each row's
+    /// text and reference counts. Appending rows adds their text bytes here, so a growing
+    /// column's new charge is known without walking the rows it held before.
+    pub fn text_bytes_of(&self, rows: Option<&[u32]>) -> usize {
         let values = &self.dict.values;
-        let charge = |v: &Arc<str>| v.len() + 2 * size_of::<usize>();
-        let text: usize = if values.len() <= SMALL_DICT {
+        let charge = |v: &Arc<str>| v.len() + 2 * std::mem::size_of::<usize>();
+        if values.len() <= SMALL_DICT {
             // Each value's charge in a table indexed by code: a load per row, no bounds
             // check (a code masked to the table's size is itself, as codes < values).
             let mut table = [0usize; SMALL_DICT];
@@ -274,15 +285,18 @@ impl StrColumn {
                 .iter_mut()
                 .zip(values)
                 .for_each(|(t, v)| *t = charge(v));
-            (self.codes.iter())
-                .map(|&c| table[c as usize % SMALL_DICT])
-                .sum()
+            let at = |c: u32| table[c as usize % SMALL_DICT];
+            match rows {
+                None => self.codes.iter().map(|&c| at(c)).sum(),
+                Some(r) => r.iter().map(|&i| at(self.codes[i as usize])).sum(),
+            }
         } else {
-            (self.codes.iter())
-                .map(|&c| charge(&values[c as usize]))
-                .sum()
-        };
-        self.codes.capacity() * size_of::<Arc<str>>() + text
+            let at = |c: u32| charge(&values[c as usize]);
+            match rows {
+                None => self.codes.iter().map(|&c| at(c)).sum(),
+                Some(r) => r.iter().map(|&i| at(self.codes[i as usize])).sum(),
+            }
+        }
     }
 }
 
