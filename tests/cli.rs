@@ -328,6 +328,37 @@ fn the_memory_soak_takes_the_busy_neighbour() {
     assert_eq!(out.status.code(), Some(0), "{stdout}\n{stderr}");
 }
 
+/// `soak --runs 2` runs the shape twice and prints its ranges over both runs; `--runs 0`
+/// is bad input.
+#[test]
+fn the_soak_repeats_its_shapes_and_prints_their_ranges() {
+    let out = spillway()
+        .args(["soak", "--shape", "step", "--duration", "2s"])
+        .args(["--capacity", "20000", "--runs", "2"])
+        .output()
+        .unwrap();
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert!(stderr.contains("1 shape(s) x 2 runs"), "{stderr}");
+    let rows = stdout.lines().filter(|l| l.starts_with("step ")).count();
+    assert_eq!(rows, 2, "{stdout}");
+    let range = stdout
+        .lines()
+        .find(|l| l.trim_start().starts_with("step    2 runs: over "))
+        .unwrap_or_else(|| panic!("no ranges line in {stdout}"));
+    assert!(range.contains("capacity 0.02 M/s"), "{range}");
+    // The verdict: held (0) or not (1), never bad input.
+    assert!(
+        matches!(out.status.code(), Some(0 | 1)),
+        "{stdout}\n{stderr}"
+    );
+    let bad = spillway().args(["soak", "--runs", "0"]).output().unwrap();
+    assert_eq!(bad.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("--runs"));
+}
+
 /// `rows per tuple` of the first output line starting with `prefix`.
 fn rows_per_tuple(text: &str, prefix: &str) -> f64 {
     let line = text

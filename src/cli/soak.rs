@@ -55,12 +55,18 @@ pub struct SoakArgs {
     /// recorded in the tick (ms). For finding what a second over target came from.
     #[arg(long, value_name = "FILE")]
     pub trace: Option<std::path::PathBuf>,
+    /// Run every shape this many times (alternating shapes), then print each shape's
+    /// ranges over the runs: the figures the README reports come from three.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=100))]
+    pub runs: u32,
 }
 
 mod measured;
+mod row;
 pub(super) mod shapes;
 
 use measured::Measured;
+use row::Row;
 use shapes::{ISSUE, SHAPES, shape, workload};
 
 /// The text the capacity probe runs for shape `name`: its queries, the source offering
@@ -88,7 +94,7 @@ fn parse_capacity(text: &str) -> Result<f64, String> {
 
 /// The machine's 1-minute load average (Linux), printed with every figure: the check is
 /// only as quiet as the machine.
-fn load_average() -> Option<f64> {
+pub(super) fn load_average() -> Option<f64> {
     std::fs::read_to_string("/proc/loadavg")
         .ok()?
         .split_whitespace()
@@ -174,8 +180,9 @@ pub fn soak(args: SoakArgs) -> Result<ExitCode, Failure> {
     if !args.print {
         header(&args, shapes.len());
     }
-    let mut failed = Vec::new();
-    for name in &shapes {
+    let mut rows = Vec::new();
+    let runs = if args.print { 1 } else { args.runs };
+    for name in (0..runs).flat_map(|_| shapes.iter()) {
         let d = args.duration;
         let cap = match args.capacity {
             Some(c) => c,
@@ -220,58 +227,10 @@ pub fn soak(args: SoakArgs) -> Result<ExitCode, Failure> {
             &mut Observers::new(vec![&mut m]),
         )?;
         m.close_second();
-        let load = load_average();
-        // The query whose whole-run p99 is furthest over (or closest to) its target.
-        let worst = (0..w.queries.len())
-            .filter_map(|q| {
-                let t = m.targets[q]? as f64;
-                Some((q, m.whole[q].value_at_percentile(99.0) as f64, t))
-            })
-            .max_by(|a, b| (a.1 / a.2).total_cmp(&(b.1 / b.2)));
-        let shedding = m.shedding_ticks.max(1) as f64;
-        let (busy, ingest) = (m.busy_sum / shedding, m.ingest_sum / shedding);
-        let over = m.over.0 as f64 / m.over.1.max(1) as f64;
-        outln!(
-            "{:<7} {:>7.2}M {:>4}/{:<3} {:>4.1}% {:>22} {:>5.2} {:>5.2} {:>6.2} {:>5.2} {:>6} {:>5} {:>5} {:>5}",
-            name,
-            cap / 1e6,
-            m.over.0,
-            m.over.1,
-            100.0 * over,
-            worst.map_or("-".to_string(), |(q, p, t)| format!(
-                "{:.0}/{:.0}ms {}",
-                p / 1e6,
-                t / 1e6,
-                w.queries[q].name
-            )),
-            busy,
-            ingest,
-            m.keep_sum / shedding,
-            m.utility_sum / m.ticks.max(1) as f64,
-            m.model_error
-                .map_or("-".to_string(), |e| format!("{:.0}%", 100.0 * e)),
-            m.refits,
-            m.insufficient,
-            load.map_or("-".to_string(), |l| format!("{l:.1}")),
-        );
-        // The promise: at most 1% of seconds over target after the first second of each
-        // surge, and the engine (query turns and ingest) at least 85% busy while shedding.
-        // A scaled shape that never shed did not overload: the check did not happen.
-        if over > 0.01 {
-            failed.push(format!(
-                "{name}: {:.1}% of seconds over target",
-                100.0 * over
-            ));
-        }
-        if m.shedding_ticks > 0 && busy + ingest < 0.85 {
-            failed.push(format!(
-                "{name}: engine {:.0}% busy while shedding",
-                100.0 * (busy + ingest)
-            ));
-        }
-        if m.shedding_ticks == 0 && name != ISSUE {
-            failed.push(format!("{name}: never shed (no overload)"));
-        }
+        let names: Vec<String> = w.queries.iter().map(|q| q.name.clone()).collect();
+        let row = Row::of(name, cap, &m, &names);
+        row.print();
+        rows.push(row);
     }
     stop.store(true, Ordering::Relaxed);
     if let Some(h) = neighbour {
@@ -280,6 +239,13 @@ pub fn soak(args: SoakArgs) -> Result<ExitCode, Failure> {
     if args.print {
         return Ok(ExitCode::SUCCESS);
     }
+    if runs > 1 {
+        row::print_ranges(&rows);
+    }
+    let failed: Vec<String> = rows
+        .iter()
+        .flat_map(|r| r.failures(r.shape == ISSUE))
+        .collect();
     if failed.is_empty() {
         eprintln!("spillway soak: the promise held on every shape");
         Ok(ExitCode::SUCCESS)
@@ -294,8 +260,13 @@ pub fn soak(args: SoakArgs) -> Result<ExitCode, Failure> {
 /// The run's first line (stderr) and the table's header (stdout).
 fn header(args: &SoakArgs, shapes: usize) {
     eprintln!(
-        "spillway soak: {} shape(s), {:.0} s each, policy {}{}",
+        "spillway soak: {} shape(s){}, {:.0} s each, policy {}{}",
         shapes,
+        if args.runs > 1 {
+            format!(" x {} runs", args.runs)
+        } else {
+            String::new()
+        },
         args.duration as f64 / 1e9,
         args.policy,
         if args.busy_neighbour {
