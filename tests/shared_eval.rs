@@ -189,10 +189,11 @@ proptest! {
 
 #[test]
 fn a_member_that_is_behind_runs_its_rows_in_fewer_batches() {
-    // 10 threshold queries; 100 batches of 20 rows queued before any turn.
-    let wheres: Vec<String> = (0..10).map(|i| format!("i >= {i}")).collect();
+    // 10 queries passing at most one row of a batch (sparse: a denser member reads its
+    // batches whole); 100 batches of 20 distinct values queued before any turn.
+    let wheres: Vec<String> = (0..10).map(|i| format!("i = {}", 40 + i)).collect();
     let input: Vec<Vec<(i64, f64, u8)>> = (0..100)
-        .map(|k| (0..20).map(|j| ((j + k) % 12, 0.5, 0)).collect())
+        .map(|k| (0..20).map(|j| ((j * 7 + k) % 50, 0.5, 0)).collect())
         .collect();
     let mut alone = engine(&wheres, usize::MAX);
     let (a, unshared_turns) = run_backlogged(&mut alone, &input);
@@ -207,6 +208,30 @@ fn a_member_that_is_behind_runs_its_rows_in_fewer_batches() {
     // here at most 2000) join it: at most two batches a query.
     assert!(turns <= 20, "{turns} turns");
     assert_balanced(&shared, 2000);
+    assert_eq!(shared.snapshot().queries, alone.snapshot().queries);
+}
+
+#[test]
+fn dense_members_leave_the_index_and_the_rows_stay_the_same() {
+    // 8 queries passing 58-100% of the rows, 8 passing 1% each: once 2^16 rows were routed
+    // the dense ones leave the index (each filters its batches itself), the sparse stay.
+    let mut wheres: Vec<String> = (0..8).map(|i| format!("i >= {}", i * 6)).collect();
+    wheres.extend((0..8).map(|i| format!("i = {}", i * 10 + 3)));
+    let input: Vec<Vec<(i64, f64, u8)>> = (0..80)
+        .map(|k| (0..1000).map(|j| ((j * 7 + k) % 100, 0.5, 0)).collect())
+        .collect();
+    let mut alone = engine(&wheres, usize::MAX);
+    let mut shared = engine(&wheres, 8);
+    assert_eq!(shared.shared_queries(0).len(), 16);
+    let a = run(&mut alone, &input[..10]);
+    let b = run(&mut shared, &input[..10]);
+    assert_eq!(a, b);
+    assert_eq!(shared.shared_queries(0).len(), 16, "not judged yet");
+    let a = run(&mut alone, &input[10..]);
+    let b = run(&mut shared, &input[10..]);
+    assert_eq!(a, b);
+    assert_eq!(shared.shared_queries(0), (8..16).collect::<Vec<_>>());
+    assert_balanced(&shared, 80_000);
     assert_eq!(shared.snapshot().queries, alone.snapshot().queries);
 }
 

@@ -146,6 +146,7 @@ impl Engine {
                 && q.drop.keeps_every_row()
                 && let Some(rows) = s.shared.rows_of(qi)
                 && !rows.is_empty()
+                && !shared::dense(rows.len(), batch.len())
                 && q.queue.coalesce_rows(
                     &batch,
                     Some(rows),
@@ -161,7 +162,9 @@ impl Engine {
                 q.stats.processed += (batch.len() - rows.len()) as u64;
                 continue;
             }
-            let (narrowed, skipped) = s.shared.narrow(qi, &batch, time.as_ref(), types);
+            let (narrowed, skipped) =
+                s.shared
+                    .narrow(qi, &batch, time.as_ref(), types, q.drop.keeps_every_row());
             q.stats.processed += skipped;
             let prefiltered = !matches!(narrowed, shared::Narrowed::Whole { prefiltered: false });
             let whole = matches!(narrowed, shared::Narrowed::Whole { .. });
