@@ -177,6 +177,25 @@ fn float_division_by_zero_gives_0_and_negative_timestamps_print_before_1970() {
     }
 }
 
+#[test]
+fn int_division_overflow_wraps_and_division_by_zero_gives_0() {
+    // i64::MIN / -1 overflows: it wraps to i64::MIN as any int overflow does.
+    let text = "name: odd\nduration: 1s\nengine: {mode: simulated}\nstreams:\n  s:\n    \
+                schema: {x: int}\n    rate: 10\n    count: 1\n    fields:\n      \
+                x: {constant: 0}\nqueries:\n  q:\n    \
+                sql: SELECT (x - 9223372036854775807 - 1) / -1 AS d, (x - 9223372036854775807 - 1) % -1 AS m, 7 / x AS z, 7 % x AS r FROM s\n    \
+                cost: 1ns\n";
+    let (out, _) = run_on("intdiv", text, &["run", "--quiet"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let rows = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert_eq!(rows.lines().count(), 1, "{rows}");
+    assert!(
+        rows.trim()
+            .ends_with("\"d\":-9223372036854775808,\"m\":0,\"z\":0,\"r\":0}"),
+        "{rows}"
+    );
+}
+
 /// One stream at 50k tuples/s and two queries, on `capacity` with `cost` per tuple.
 fn tiny_capacity(cores: &str, cost: &str) -> String {
     format!(

@@ -126,9 +126,12 @@ fn int_arith(op: BinOp, x: i64, y: i64) -> i64 {
         BinOp::Add => x.wrapping_add(y),
         BinOp::Sub => x.wrapping_sub(y),
         BinOp::Mul => x.wrapping_mul(y),
-        // Integer division by zero yields 0 rather than aborting a continuous query.
-        BinOp::Div => x.checked_div(y).unwrap_or(0),
-        BinOp::Mod => x.checked_rem(y).unwrap_or(0),
+        // Integer division by zero yields 0 rather than aborting a continuous query; the
+        // one overflow (`i64::MIN / -1`) wraps as every other int overflow does.
+        BinOp::Div if y == 0 => 0,
+        BinOp::Mod if y == 0 => 0,
+        BinOp::Div => x.wrapping_div(y),
+        BinOp::Mod => x.wrapping_rem(y),
         _ => unreachable!("{op:?} is not arithmetic"),
     }
 }
