@@ -308,6 +308,28 @@ fn a_failing_sink_is_reported_counted_and_exits_1() {
     assert!(err.contains("sink of query `all` failed"), "{err}");
     assert!(err.contains("result rows not delivered"), "{err}");
     assert!(!err.contains("results written to"), "{err}");
+    // Simulated, with costs: the same failure, the same exit (it once wrote nothing and
+    // exited 0), on 1 worker and on 2.
+    let text = std::fs::read_to_string(&w)
+        .unwrap()
+        .replace("SELECT a FROM s,", "SELECT a FROM s, cost: 1us,")
+        .replace("rate: 20000}", "rate: 200000, count: 100000}");
+    for workers in ["1", "2"] {
+        let sim = text.replace(
+            "duration: 1s\n",
+            &format!("duration: 1s\nengine: {{workers: {workers}}}\n"),
+        );
+        std::fs::write(&w, &sim).unwrap();
+        let out = spillway()
+            .args(["run", w.to_str().unwrap(), "--simulated", "--quiet"])
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{workers} workers: {err}");
+        assert!(err.contains("sink of query `all` failed"), "{err}");
+        assert!(err.contains("result rows were not delivered"), "{err}");
+        assert!(!err.contains("results written to"), "{err}");
+    }
 }
 
 /// `soak --memory --busy-neighbour` keeps the other core busy as the QoS soak does (the

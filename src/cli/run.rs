@@ -14,7 +14,7 @@ use crate::runtime::clock::WallClock;
 use crate::runtime::control::Controller;
 use crate::runtime::live::{LiveChanges, LiveRun, run_live_managed};
 use crate::runtime::metrics::{MetricsObserver, MetricsServer, parse_metrics_addr};
-use crate::runtime::observe::{Observer, Observers};
+use crate::runtime::observe::{Event, Observer, Observers};
 use crate::runtime::outputs::Outputs;
 use crate::runtime::pace::Pacer;
 use crate::runtime::signals::watch_signals;
@@ -227,7 +227,8 @@ pub fn run(args: RunArgs) -> Result<ExitCode, Failure> {
         // Scripted adds get their index when applied, after any the control API made.
         super::control::hold_scripted_sinks(&mut outputs, &w);
     }
-    let summary = match settings {
+    let simulated = settings.is_some();
+    let mut summary = match settings {
         None if w.engine.workers > 1 => super::run_workers::run(
             &w,
             policy,
@@ -300,6 +301,18 @@ pub fn run(args: RunArgs) -> Result<ExitCode, Failure> {
             report.summary
         }
     };
+    if simulated {
+        // Virtual time runs with the observers lent out: its sink failures are told now,
+        // and its undelivered rows fail the run as a live run's do.
+        for (query, message) in outputs.failures.drain(..) {
+            observers.event(Event::SinkFailed {
+                at: summary.elapsed,
+                query,
+                message,
+            });
+        }
+        summary.undelivered = outputs.undelivered.clone();
+    }
     if let Some(m) = &metrics {
         let linger = std::time::Duration::from_nanos(args.metrics_linger.max(0) as u64);
         if !linger.is_zero() {
