@@ -183,7 +183,11 @@ impl Batch {
     /// The part of `heap_bytes` that follows the capacity (`Column::capacity_bytes`).
     pub fn capacity_bytes(&self) -> usize {
         self.arrival.capacity() * std::mem::size_of::<Nanos>()
-            + self.columns.iter().map(Column::capacity_bytes).sum::<usize>()
+            + self
+                .columns
+                .iter()
+                .map(Column::capacity_bytes)
+                .sum::<usize>()
     }
 
     /// What `rows` of this batch (`None`: every row) add to `heap_bytes` beyond capacity

@@ -302,7 +302,11 @@ mod tests {
                 let rows = &sel[k * 5..k * 5 + 5];
                 assert!(q.coalesce_rows(&src, Some(rows), (1.0, 1.0), &mut held, 4096, false));
                 let tail = q.batches.back().unwrap();
-                assert_eq!(held.bytes(), tail.batch.heap_bytes(), "{distinct} values, append {k}");
+                assert_eq!(
+                    held.bytes(),
+                    tail.batch.heap_bytes(),
+                    "{distinct} values, append {k}"
+                );
             }
             assert!(q.coalesce_rows(&src, None, (1.0, 1.0), &mut held, 4096, false));
             assert_eq!(held.bytes(), q.batches.back().unwrap().batch.heap_bytes());
