@@ -239,17 +239,29 @@ pub fn run_live_managed(
         }
     }
     sources_stop.store(true, Ordering::Relaxed);
-    let aborted = stop.is_aborted();
+    let mut aborted = stop.is_aborted();
     if !aborted {
-        engine.flush(clock.now());
-        emit(
-            &mut engine,
-            outputs,
-            &clock,
-            &mut spent,
-            observers,
-            clock.since_start(),
+        // A window end at a time, each step's rows to the sinks before the next: a huge
+        // final state is never held whole, and a second stop request cuts it short.
+        let now = clock.now();
+        let done = engine.flush_stepwise(
+            now,
+            |e| {
+                emit(
+                    e,
+                    outputs,
+                    &clock,
+                    &mut spent,
+                    observers,
+                    clock.since_start(),
+                );
+            },
+            || !stop.is_aborted(),
         );
+        aborted = !done;
+        if aborted {
+            announced.check(&stop, clock.since_start(), observers);
+        }
     }
     outputs.close();
     let elapsed = clock.since_start();

@@ -374,8 +374,16 @@ pub fn run_simulated_script(
         }
     }
     if !aborted {
-        engine.flush(now);
-        engine.emit(now, &mut on_emit);
+        // A window end at a time: a second stop request cuts a huge final state short.
+        let done = engine.flush_stepwise(now, |e| e.emit(now, &mut on_emit), || !stop.is_aborted());
+        if !done {
+            aborted = true;
+            observers.event(Event::StopRequested {
+                at: now,
+                reason: stop.reason().unwrap_or(StopReason::Requested),
+                abort: true,
+            });
+        }
     }
     let (snapshot, history, ledger_violations) = match controller {
         Some(c) => {

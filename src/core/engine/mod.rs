@@ -380,6 +380,43 @@ impl Engine {
         charged
     }
 
+    /// `flush`, a window end at a time so that a huge final state is emitted (and its
+    /// rows handed on) in steps, and the driver can stop between them: after each step
+    /// `emit` hands on that step's rows, and `keep_going` decides whether to go on (false:
+    /// an abort; the rest is not emitted). Queries are flushed in index order, each whole
+    /// before the next, so rows leave in the order `flush` gives them. True when every
+    /// open window was emitted.
+    pub fn flush_stepwise(
+        &mut self,
+        now: Nanos,
+        mut emit: impl FnMut(&mut Engine),
+        mut keep_going: impl FnMut() -> bool,
+    ) -> bool {
+        for qi in 0..self.queries.len() {
+            loop {
+                let q = &mut self.queries[qi];
+                let more = q.pipeline.flush_step(now, &mut q.out);
+                if !q.out.is_empty() {
+                    self.unemitted.insert(qi);
+                    emit(self);
+                }
+                if !keep_going() {
+                    return false;
+                }
+                if !more {
+                    break;
+                }
+            }
+            let q = &mut self.queries[qi];
+            q.pipeline.flush(now, &mut q.out);
+            if !q.out.is_empty() {
+                self.unemitted.insert(qi);
+                emit(self);
+            }
+        }
+        true
+    }
+
     /// Emits every open window: call at end of input, after the queues are drained.
     pub fn flush(&mut self, now: Nanos) {
         for (qi, q) in self.queries.iter_mut().enumerate() {

@@ -377,6 +377,20 @@ impl Pipeline {
         }
     }
 
+    /// One step of `flush`: the windows ending at the earliest open window's end
+    /// (`WindowAggregate::flush_step`). True while a later window is still open; `flush`
+    /// emits whatever a step leaves.
+    pub fn flush_step(&mut self, now: Nanos, out: &mut Output) -> bool {
+        let Body::Aggregate(a) = &mut self.body else {
+            return false;
+        };
+        let (op, mut sink) = a.split(out);
+        let more = op.flush_step(now, &mut sink);
+        let closed = op.closed();
+        sink.done(closed);
+        more
+    }
+
     pub fn input_types(&self) -> &[DataType] {
         &self.input_types
     }

@@ -323,8 +323,13 @@ pub fn run_sharded_with(
     let mut violations = 0;
     for (k, e) in sharded.engines.iter_mut().enumerate() {
         if !aborted {
-            e.flush(end);
-            e.emit(end, |x| on_emit(k, x));
+            // A window end at a time (`Engine::flush_stepwise`): the same rows in the
+            // same order, never all held at once, and a second stop request ends it.
+            aborted = !e.flush_stepwise(
+                end,
+                |e| e.emit(end, |x| on_emit(k, x)),
+                || !stop.is_aborted(),
+            );
         }
         if let Some(c) = controllers[k].as_mut() {
             let report = c.measure(e, end);

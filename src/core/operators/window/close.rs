@@ -82,6 +82,34 @@ impl WindowAggregate {
         self.prune_due(first_open_end);
     }
 
+    /// The end of the earliest open window that holds a tuple (`None`: none is open):
+    /// what the next step of a stepwise flush closes to.
+    pub(super) fn next_end(&self) -> Option<i64> {
+        let (size, slide) = (self.plan.window.size, self.plan.window.slide);
+        if self.slices.is_some() {
+            // As `close_sliced` walks: the first window ending after `closed` that a
+            // slice reaches into.
+            let s = super::slices::first_start_ending_after(self.closed, size, slide);
+            let (&a, _) = self.windows.range(s..).next()?;
+            let s = s.max(super::slices::first_start_ending_after(a, size, slide));
+            return Some(s.saturating_add(size));
+        }
+        let (&start, _) = self.windows.first_key_value()?;
+        Some(start.saturating_add(size))
+    }
+
+    /// One step of the end of input: emits the windows ending at the earliest open
+    /// window's end, their latency counted from `now`. True when it emitted and a later
+    /// window is still open; false when nothing is open (or a step would not advance:
+    /// `flush` then emits the rest at once).
+    pub fn flush_step(&mut self, now: Nanos, out: &mut impl GroupSink) -> bool {
+        let Some(end) = self.next_end() else {
+            return false;
+        };
+        self.close(end, Some(Due::At(now)), out);
+        self.next_end().is_some_and(|next| next > end)
+    }
+
     /// The arrival the rows of a window ending at `end` carry.
     pub(super) fn due_for(&self, end: i64, due_override: Option<Due>) -> Nanos {
         match due_override {

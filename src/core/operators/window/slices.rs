@@ -103,7 +103,7 @@ impl Slices {
 }
 
 /// The smallest window start (a multiple of `slide`) whose window ends after `t`.
-fn first_start_ending_after(t: i64, size: i64, slide: i64) -> i64 {
+pub(super) fn first_start_ending_after(t: i64, size: i64, slide: i64) -> i64 {
     t.saturating_sub(size)
         .div_euclid(slide)
         .saturating_add(1)
