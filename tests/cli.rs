@@ -350,6 +350,46 @@ fn the_memory_soak_takes_the_busy_neighbour() {
     assert_eq!(out.status.code(), Some(0), "{stdout}\n{stderr}");
 }
 
+/// What simulated mode cannot run is refused at the setting it is about, with line and
+/// column, by `check` and `run` alike.
+#[test]
+fn simulated_refusals_are_located() {
+    let dir = tempfile::tempdir().unwrap();
+    let w = dir.path().join("sim.yaml");
+    let head = "name: sim\nduration: 1s\nengine: {mode: simulated}\nstreams:\n  s:\n    schema: {k: int}\n";
+    let cases = [
+        (
+            format!(
+                "{head}    rate: 100\nqueries:\n  a: {{sql: SELECT k FROM s, cost: 1us}}\n  b:\n    sql: SELECT k FROM s\n"
+            ),
+            ":10:3: queries.b: simulated mode needs a per-tuple `cost`",
+        ),
+        (
+            format!(
+                "{head}    source: {{flow: push, generator: {{rate: unlimited}}}}\nqueries:\n  a: {{sql: SELECT k FROM s, cost: 1us}}\n"
+            ),
+            ":7:38: streams.s.source.generator.rate: stream `s` has rate `unlimited` with `flow: push`",
+        ),
+    ];
+    for (text, expected) in cases {
+        std::fs::write(&w, &text).unwrap();
+        for cmd in ["check", "run"] {
+            let out = spillway()
+                .args([cmd, w.to_str().unwrap()])
+                .output()
+                .unwrap();
+            let err = String::from_utf8_lossy(&out.stderr);
+            assert_eq!(out.status.code(), Some(2), "{cmd}: {err}");
+            let first = err.lines().next().unwrap_or_default();
+            assert!(first.starts_with(w.to_str().unwrap()), "{cmd}: {err}");
+            assert!(
+                first.contains(expected),
+                "{cmd}: {first}\nexpected {expected}"
+            );
+        }
+    }
+}
+
 /// `soak --runs 2` runs the shape twice and prints its ranges over both runs; `--runs 0`
 /// is bad input.
 #[test]

@@ -22,8 +22,7 @@ pub fn check(args: CheckArgs) -> Result<ExitCode, Failure> {
     // What `run` would refuse, `check` refuses too.
     let policy = super::run::resolve_policy(&args.workload, &w, None)?;
     if w.engine.mode == Mode::Simulated {
-        SimSettings::from_workload(&w, None)
-            .map_err(|e| Failure::BadInput(format!("{}: {e}", args.workload.display())))?;
+        SimSettings::from_workload(&w, None).map_err(|e| super::sim_refusal(&args.workload, &e))?;
     }
     super::run_workers::scripted_adds(&args.workload, &w)?;
     outln!(

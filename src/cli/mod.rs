@@ -157,6 +157,18 @@ fn load_workload(path: &std::path::Path) -> Result<crate::spec::Workload, Failur
     crate::spec::load_file(path).map_err(|e| Failure::BadInput(e.to_string()))
 }
 
+/// Why workload `file` cannot run simulated, located at the setting it is about when the
+/// file can be read again (`file:line:column: path: message`).
+fn sim_refusal(file: &std::path::Path, e: &crate::runtime::simulated::SimError) -> Failure {
+    let name = file.display().to_string();
+    match (e.path(), std::fs::read_to_string(file)) {
+        (Some(path), Ok(text)) => Failure::BadInput(
+            crate::spec::SpecError::located(&name, &text, &path, e.to_string()).to_string(),
+        ),
+        _ => Failure::BadInput(format!("{name}: {e}")),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::bad_input_line;

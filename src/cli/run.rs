@@ -135,7 +135,7 @@ pub fn run(args: RunArgs) -> Result<ExitCode, Failure> {
     let settings = if simulated {
         Some(
             SimSettings::from_workload(&w, args.duration)
-                .map_err(|e| Failure::BadInput(format!("{}: {e}", args.workload.display())))?,
+                .map_err(|e| super::sim_refusal(&args.workload, &e))?,
         )
     } else {
         None

@@ -102,6 +102,22 @@ impl SimSettings {
     }
 }
 
+impl SimError {
+    /// The dotted path of the setting the refusal is about (`SpecError::located` finds
+    /// its line and column), or `None` when it is about something not written.
+    pub fn path(&self) -> Option<String> {
+        match self {
+            SimError::MissingCost(names) => {
+                let first = names.split(", ").next().unwrap_or_default();
+                Some(format!("queries.{first}"))
+            }
+            SimError::UnlimitedRate(s) => Some(format!("streams.{s}.source.generator.rate")),
+            SimError::NotGenerated(s, _) => Some(format!("streams.{s}.source")),
+            SimError::NoDuration => None,
+        }
+    }
+}
+
 /// Why a workload cannot run simulated.
 #[derive(Clone, Debug, PartialEq, thiserror::Error)]
 pub enum SimError {
