@@ -162,11 +162,16 @@ fn write_keep(w: &mut impl Write, keep: f64) -> io::Result<()> {
     w.write_all(s.as_bytes())
 }
 
+/// A float as JSON: the shortest decimal that reads back as `v`, in exponent form when
+/// very large or very small (`1.79e308`, not 309 digits; `1e-320`); `null` when not finite
+/// (JSON has no NaN or infinity).
 fn write_float(w: &mut impl Write, v: f64) -> io::Result<()> {
-    if v.is_finite() {
-        write!(w, "{v}")
-    } else {
+    if !v.is_finite() {
         w.write_all(b"null")
+    } else if v != 0.0 && !(1e-7..1e16).contains(&v.abs()) {
+        write!(w, "{v:e}")
+    } else {
+        write!(w, "{v}")
     }
 }
 
@@ -206,6 +211,29 @@ mod tests {
         let mut out = Vec::new();
         write_rows(&mut out, &e).unwrap();
         String::from_utf8(out).unwrap()
+    }
+
+    #[test]
+    fn floats_print_short_in_exponent_form_when_extreme_and_null_when_not_finite() {
+        let text = |v: f64| {
+            let mut out = Vec::new();
+            write_float(&mut out, v).unwrap();
+            String::from_utf8(out).unwrap()
+        };
+        assert_eq!(text(2.5), "2.5");
+        assert_eq!(text(6.0), "6");
+        assert_eq!(text(-0.001), "-0.001");
+        assert_eq!(text(0.0), "0");
+        assert_eq!(text(1.7976931348623157e308), "1.7976931348623157e308");
+        assert_eq!(text(1e-320), "1e-320");
+        assert_eq!(text(-2.5e16), "-2.5e16");
+        for v in [f64::NAN, f64::INFINITY, f64::NEG_INFINITY] {
+            assert_eq!(text(v), "null");
+        }
+        // Every form reads back as the same float.
+        for v in [1.7976931348623157e308, 1e-320, 123456789.125, 3e-8] {
+            assert_eq!(text(v).parse::<f64>().unwrap(), v);
+        }
     }
 
     #[test]
