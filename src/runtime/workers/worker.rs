@@ -204,8 +204,10 @@ impl Worker<'_> {
             }
         }
         if !aborted {
-            engine.flush(clock.now());
-            send_rows(&out, &mut engine, clock.now());
+            // A window end at a time, each step's rows sent before the next
+            // (`Engine::flush_stepwise`): a huge final state is never held whole.
+            let now = clock.now();
+            engine.flush_stepwise(now, |e| send_rows(&out, e, clock.now()), || true);
         }
         let report = controller.measure(&mut engine, clock.now());
         WorkerEnd {
