@@ -44,7 +44,7 @@ pub fn status_lines(r: &ControlReport, at: Nanos, shedding_policy: bool) -> Stri
         let p = &r.plan;
         let _ = writeln!(
             s,
-            "[{:>6.1}s] demand {:.2} x capacity target ({:.0}% busy), {}, utility {:.2}{}",
+            "[{:>6.1}s] demand {:.2} x capacity target ({:.0}% busy{}), {}, utility {:.2}{}",
             at as f64 / 1e9,
             if p.target > 0.0 {
                 p.load / p.target
@@ -52,6 +52,13 @@ pub fn status_lines(r: &ControlReport, at: Nanos, shedding_policy: bool) -> Stri
                 0.0
             },
             100.0 * r.qos.busy,
+            // The engine's work outside query turns (fan-out, shared filters, control),
+            // when it is measured: the busy share alone can read 1% with the engine full.
+            if r.qos.overhead >= 0.005e9 {
+                format!(", {:.0}% ingest", r.qos.overhead / 1e7)
+            } else {
+                String::new()
+            },
             if p.shedding {
                 format!(
                     "shedding (model correction {:.2}, headroom {:.2}{}{})",
