@@ -285,17 +285,17 @@ impl StrColumn {
                 .iter_mut()
                 .zip(values)
                 .for_each(|(t, v)| *t = charge(v));
-            let at = |c: u32| table[c as usize % SMALL_DICT];
-            match rows {
-                None => self.codes.iter().map(|&c| at(c)).sum(),
-                Some(r) => r.iter().map(|&i| at(self.codes[i as usize])).sum(),
-            }
+            self.sum_codes(rows, |c| table[c as usize % SMALL_DICT])
         } else {
-            let at = |c: u32| charge(&values[c as usize]);
-            match rows {
-                None => self.codes.iter().map(|&c| at(c)).sum(),
-                Some(r) => r.iter().map(|&i| at(self.codes[i as usize])).sum(),
-            }
+            self.sum_codes(rows, |c| charge(&values[c as usize]))
+        }
+    }
+
+    /// The sum of `at` over the codes of `rows` (`None`: every row).
+    fn sum_codes(&self, rows: Option<&[u32]>, at: impl Fn(u32) -> usize) -> usize {
+        match rows {
+            None => self.codes.iter().map(|&c| at(c)).sum(),
+            Some(r) => r.iter().map(|&i| at(self.codes[i as usize])).sum(),
         }
     }
 }
