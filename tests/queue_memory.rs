@@ -157,3 +157,38 @@ fn a_pull_stream_is_told_to_wait_and_never_refused() {
     drain(&mut e);
     assert_eq!(e.stream_room(0), BUDGET / 24);
 }
+
+#[test]
+fn room_checks_agree_with_the_room_and_the_bound_follows_installed_capacities() {
+    let mut e = engine(3, &[], BUDGET);
+    e.set_pulled(0);
+    // Drained: the budget binds (24 bytes a row), and the queues' bound is far above it.
+    assert_eq!(e.stream_room_empty(0), BUDGET / 24);
+    for i in 0..40 {
+        e.ingest(0, batch(i));
+        let room = e.stream_room(0);
+        for rows in [0, 1, ROWS, room, room + 1, 8 * ROWS] {
+            assert_eq!(
+                e.stream_has_room(0, rows),
+                room >= rows,
+                "batch {i}, {rows} rows"
+            );
+        }
+        // What the room could grow to does not shrink as the queues fill.
+        assert_eq!(e.stream_room_empty(0), BUDGET / 24);
+    }
+    // A bound installed by the shedder (a tail-drop policy's) binds below the budget.
+    e.install(&spillway::core::engine::DropRules {
+        streams: vec![spillway::core::drop::DropRule::KeepAll],
+        queries: vec![spillway::core::drop::DropRule::KeepAll; 3],
+        queue_capacity: Some(3 * ROWS),
+    });
+    assert_eq!(e.stream_room_empty(0), 3 * ROWS);
+    assert!(
+        !e.stream_has_room(0, 1),
+        "every queue is past its new bound"
+    );
+    drain(&mut e);
+    assert_eq!(e.stream_room(0), 3 * ROWS);
+    assert!(e.stream_has_room(0, 3 * ROWS) && !e.stream_has_room(0, 3 * ROWS + 1));
+}

@@ -11,8 +11,6 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use crossbeam_channel::TryRecvError;
-
 use super::clock::WallClock;
 use super::control::Controller;
 use super::controls::PolicySwitch;
@@ -21,9 +19,9 @@ use super::inbox::{Inbox, Site};
 use super::manage::{Command, Manager, Outcome, Scripted};
 use super::observe::{Event, Observers, RunInfo, RunMode, RunSummary, TickReport};
 use super::outputs::Outputs;
-use super::source::{Source, SourceLink, SourceMsg, spawn};
+use super::pump::{pump, wait_for_input};
+use super::source::{Source, SourceLink, spawn};
 use super::stop::StopHandle;
-use crate::core::batch::Batch;
 use crate::core::engine::Engine;
 use crate::core::schema::Nanos;
 use crate::spec::{Flow, Policy, Workload};
@@ -289,105 +287,6 @@ pub fn run_live_managed(
     };
     observers.event(Event::RunEnded(Box::new(summary.clone())));
     summary
-}
-
-/// Moves what the sources have sent into the engine: what each push source had sent when
-/// the call began, and from pull sources only while their stream's queries have room.
-/// True once every source has ended and its channel is empty.
-///
-/// Bounded by what was there at the start (at most a channel's worth): a source that
-/// sends as fast as the engine ingests would otherwise keep the engine thread here, with
-/// no turn run and no control tick taken, while its input piles up in the queues (a
-/// start at 10x capacity once queued 8 M tuples before the first plan). At a tick the
-/// frontier is read first, so every batch stamped below it is already in the channel
-/// and is taken. The batches a stream with shared members (`Engine::shared_queries`) had
-/// waiting are ingested merged, up to `MERGE_ROWS` rows each, in order.
-fn pump(
-    links: &mut [SourceLink],
-    engine: &mut Engine,
-    clock: &WallClock,
-    batch_size: usize,
-    observers: &mut Observers<'_>,
-    since: Nanos,
-) -> bool {
-    let mut all_done = true;
-    for (stream, link) in links.iter_mut().enumerate() {
-        // A stream whose queries share evaluation takes the batches waiting in its
-        // channel as one (`MERGE_ROWS`): each member then costs one append per merged
-        // batch, not one per source batch. They were waiting anyway: no row waits longer.
-        let merge = !engine.shared_queries(stream).is_empty();
-        let mut merged: Option<Batch> = None;
-        // At least one look, so that an ended source is seen as ended.
-        let mut pending = link.rx.len().max(1);
-        while !link.done && pending > 0 {
-            pending -= 1;
-            let pull = link.flow == Flow::Pull;
-            let waiting = merged.as_ref().map_or(0, Batch::len);
-            if pull
-                && engine.stream_room(stream) < batch_size + waiting
-                && !(waiting == 0 && engine.stream_drained(stream))
-            {
-                break;
-            }
-            match link.rx.try_recv() {
-                Ok(SourceMsg::Batch(mut b)) => {
-                    if pull {
-                        let now = clock.now();
-                        b.arrival.iter_mut().for_each(|a| *a = now);
-                    }
-                    if !merge {
-                        engine.ingest(stream, b);
-                    } else if let Some(m) =
-                        merged.as_mut().filter(|m| m.len() + b.len() <= MERGE_ROWS)
-                    {
-                        m.extend_from(&b);
-                    } else if let Some(m) = merged.replace(b) {
-                        engine.ingest(stream, m);
-                    }
-                }
-                Ok(SourceMsg::Shed(cut)) => {
-                    if let Some(m) = merged.take() {
-                        engine.ingest(stream, m);
-                    }
-                    engine.ingest_pre_shed(stream, cut)
-                }
-                Ok(SourceMsg::Malformed { count, sample }) => {
-                    engine.record_malformed(stream, count);
-                    observers.event(Event::Malformed {
-                        at: since,
-                        stream,
-                        count,
-                        sample,
-                    });
-                }
-                Err(TryRecvError::Empty) => break,
-                Err(TryRecvError::Disconnected) => link.done = true,
-            }
-        }
-        if let Some(m) = merged {
-            engine.ingest(stream, m);
-        }
-        all_done &= link.done;
-    }
-    all_done
-}
-
-/// The most rows `pump` merges the waiting batches of a stream with shared members into.
-const MERGE_ROWS: usize = 8192;
-
-/// Blocks until some source has sent something, or `timeout`.
-fn wait_for_input(links: &[SourceLink], timeout: Duration) {
-    let mut sel = crossbeam_channel::Select::new();
-    let mut any = false;
-    for l in links.iter().filter(|l| !l.done) {
-        sel.recv(&l.rx);
-        any = true;
-    }
-    if any {
-        let _ = sel.ready_timeout(timeout);
-    } else {
-        std::thread::sleep(timeout);
-    }
 }
 
 /// Hands pending results to the sinks, charging each query the time its sink took (sink

@@ -27,6 +27,7 @@ pub mod observe;
 pub mod outputs;
 #[cfg(feature = "shell")]
 pub mod pace;
+mod pump;
 #[cfg(feature = "shell")]
 pub mod signals;
 pub mod simulated;

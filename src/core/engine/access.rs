@@ -163,6 +163,36 @@ impl Engine {
             .min(by_memory)
     }
 
+    /// Whether `stream_room(stream) >= rows`, the memory budget looked at first (with
+    /// many readers the budget is what binds, and it costs no walk over them).
+    pub fn stream_has_room(&self, stream: usize, rows: usize) -> bool {
+        let s = &self.streams[stream];
+        let bytes = self.held.budget().saturating_sub(self.held.bytes());
+        bytes / s.row_bytes.max(1) >= rows
+            && s.readers.iter().all(|&q| {
+                let q = &self.queries[q];
+                q.queue.capacity().min(self.pull_bound) >= q.queue.depth() + rows
+            })
+    }
+
+    /// `stream_room` once every queue reading `stream` has drained: the most a pull
+    /// source could ever send at once (the readers' bounds are walked once, then kept
+    /// until a reader or a bound changes).
+    pub fn stream_room_empty(&mut self, stream: usize) -> usize {
+        let pull_bound = self.pull_bound;
+        let s = &self.streams[stream];
+        let bound = s.reader_bound.unwrap_or_else(|| {
+            s.readers
+                .iter()
+                .map(|&q| self.queries[q].queue.capacity().min(pull_bound))
+                .min()
+                .unwrap_or(usize::MAX)
+        });
+        let s = &mut self.streams[stream];
+        s.reader_bound = Some(bound);
+        bound.min(self.held.budget() / s.row_bytes.max(1))
+    }
+
     /// Marks `stream` as paced by its source's waiting for room (`Flow::Pull`): the
     /// memory budget never refuses its batches (`stream_room` counts the budget instead),
     /// so a pull source loses nothing to it.

@@ -68,6 +68,8 @@ impl Engine {
             st.def.lossless = lossless;
             st.queue
                 .set_capacity(if lossless { usize::MAX } else { capacity });
+            let stream = st.stream;
+            self.streams[stream].reader_bound = None;
             if lossless {
                 st.drop.install(DropRule::KeepAll);
             }
@@ -92,6 +94,7 @@ impl Engine {
         let stream = self.queries[q].stream;
         self.streams[stream].readers.retain(|&r| r != q);
         self.streams[stream].shared.invalidate();
+        self.streams[stream].reader_bound = None;
         let st = &mut self.queries[q];
         let mut rows_dropped = 0;
         if flush {

@@ -68,6 +68,9 @@ struct StreamState {
     /// far, from an estimate of 8 bytes a column: what `stream_room` divides the memory
     /// budget's room by.
     row_bytes: usize,
+    /// The least queue bound of its readers (`pull_bound` for an unbounded one), once
+    /// worked out (`Engine::stream_room_empty`); `None` after a reader or a bound changed.
+    reader_bound: Option<usize>,
 }
 
 #[derive(Debug)]
@@ -176,6 +179,7 @@ impl Engine {
                 types: def.schema.types(),
                 empty: Arc::new(Batch::new(&def.schema.types(), 0)),
                 row_bytes: 8 * (def.schema.types().len() + 1),
+                reader_bound: None,
                 def,
                 readers: Vec::new(),
                 ingested: 0,
@@ -224,6 +228,7 @@ impl Engine {
             })?;
         self.streams[si].readers.push(qi);
         self.streams[si].shared.invalidate();
+        self.streams[si].reader_bound = None;
         let pipeline = Pipeline::new(&def.plan, &self.streams[si].types);
         let capacity = match self.installed_capacity {
             _ if def.lossless => usize::MAX,
@@ -256,6 +261,7 @@ impl Engine {
     pub fn install(&mut self, rules: &DropRules) {
         if rules.queue_capacity.is_some() {
             self.installed_capacity = rules.queue_capacity;
+            self.streams.iter_mut().for_each(|s| s.reader_bound = None);
         }
         for (s, r) in self.streams.iter_mut().zip(&rules.streams) {
             s.drop.install(r.clone());

@@ -1,0 +1,222 @@
+//! The live engine thread's intake: what the sources sent, moved into the engine between
+//! turns. Push batches are taken as they come; a pull source only while its stream's
+//! queues have room; the batches a stream with shared members had waiting are merged
+//! (`MERGE_ROWS`) so that each member pays one append per merged batch.
+//! Invariant: batches of one stream are ingested in the order their source sent them, and
+//! a pull batch is stamped with its arrival when taken.
+
+use std::time::Duration;
+
+use crossbeam_channel::TryRecvError;
+
+use super::clock::WallClock;
+use super::observe::{Event, Observers};
+use super::source::{SourceLink, SourceMsg};
+use crate::core::batch::Batch;
+use crate::core::engine::Engine;
+use crate::core::schema::Nanos;
+use crate::spec::Flow;
+
+/// Moves what the sources have sent into the engine: what each push source had sent when
+/// the call began, and from pull sources only while their stream's queries have room.
+/// True once every source has ended and its channel is empty.
+///
+/// Bounded by what was there at the start (at most a channel's worth): a source that
+/// sends as fast as the engine ingests would otherwise keep the engine thread here, with
+/// no turn run and no control tick taken, while its input piles up in the queues (a
+/// start at 10x capacity once queued 8 M tuples before the first plan). At a tick the
+/// frontier is read first, so every batch stamped below it is already in the channel
+/// and is taken. The batches a stream with shared members (`Engine::shared_queries`) had
+/// waiting are ingested merged, up to `MERGE_ROWS` rows each, in order.
+pub(super) fn pump(
+    links: &mut [SourceLink],
+    engine: &mut Engine,
+    clock: &WallClock,
+    batch_size: usize,
+    observers: &mut Observers<'_>,
+    since: Nanos,
+) -> bool {
+    let mut all_done = true;
+    for (stream, link) in links.iter_mut().enumerate() {
+        // A stream whose queries share evaluation takes the batches waiting in its
+        // channel as one (`MERGE_ROWS`): each member then costs one append per merged
+        // batch, not one per source batch. They were waiting anyway: no row waits longer.
+        let merge = !engine.shared_queries(stream).is_empty();
+        let mut merged: Option<Batch> = None;
+        // At least one look, so that an ended source is seen as ended.
+        let mut pending = link.rx.len().max(1);
+        if merge
+            && link.flow == Flow::Pull
+            && !link.done
+            && waits_to_merge(engine, stream, pending * batch_size)
+        {
+            all_done = false;
+            continue;
+        }
+        while !link.done && pending > 0 {
+            pending -= 1;
+            let pull = link.flow == Flow::Pull;
+            let waiting = merged.as_ref().map_or(0, Batch::len);
+            if pull
+                && engine.stream_room(stream) < batch_size + waiting
+                && !(waiting == 0 && engine.stream_drained(stream))
+            {
+                break;
+            }
+            match link.rx.try_recv() {
+                Ok(SourceMsg::Batch(mut b)) => {
+                    if pull {
+                        let now = clock.now();
+                        b.arrival.iter_mut().for_each(|a| *a = now);
+                    }
+                    if !merge {
+                        engine.ingest(stream, b);
+                    } else if let Some(m) =
+                        merged.as_mut().filter(|m| m.len() + b.len() <= MERGE_ROWS)
+                    {
+                        m.extend_from(&b);
+                    } else if let Some(m) = merged.replace(b) {
+                        engine.ingest(stream, m);
+                    }
+                }
+                Ok(SourceMsg::Shed(cut)) => {
+                    if let Some(m) = merged.take() {
+                        engine.ingest(stream, m);
+                    }
+                    engine.ingest_pre_shed(stream, cut)
+                }
+                Ok(SourceMsg::Malformed { count, sample }) => {
+                    engine.record_malformed(stream, count);
+                    observers.event(Event::Malformed {
+                        at: since,
+                        stream,
+                        count,
+                        sample,
+                    });
+                }
+                Err(TryRecvError::Empty) => break,
+                Err(TryRecvError::Disconnected) => link.done = true,
+            }
+        }
+        if let Some(m) = merged {
+            engine.ingest(stream, m);
+        }
+        all_done &= link.done;
+    }
+    all_done
+}
+
+/// The most rows `pump` merges the waiting batches of a stream with shared members into.
+const MERGE_ROWS: usize = 8192;
+
+/// Whether a pull stream with shared members, `waiting` rows in its channel, should leave
+/// them there until its queues have room for a whole merged batch (`MERGE_ROWS`): taken
+/// one batch a turn as room frees up, as a backlog at its bound would be, they would
+/// never merge, and each member would pay an append per source batch (1000 threshold
+/// queries ran at half the speed). It waits only while some queue is busy, and for at most
+/// half the room its queues have when drained (a small bound merges fewer batches rather
+/// than stall until every queue drains); a pull batch is stamped when taken, so no
+/// latency is hidden by the wait.
+fn waits_to_merge(engine: &mut Engine, stream: usize, waiting: usize) -> bool {
+    let want = waiting.min(MERGE_ROWS);
+    if engine.stream_has_room(stream, want) {
+        return false;
+    }
+    let want = want.min(engine.stream_room_empty(stream) / 2);
+    !engine.stream_has_room(stream, want) && !engine.stream_drained(stream)
+}
+
+/// Blocks until some source has sent something, or `timeout`.
+pub(super) fn wait_for_input(links: &[SourceLink], timeout: Duration) {
+    let mut sel = crossbeam_channel::Select::new();
+    let mut any = false;
+    for l in links.iter().filter(|l| !l.done) {
+        sel.recv(&l.rx);
+        any = true;
+    }
+    if any {
+        let _ = sel.ready_timeout(timeout);
+    } else {
+        std::thread::sleep(timeout);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::core::batch::Column;
+    use crate::core::drop::DropRule;
+    use crate::core::engine::{DropRules, EngineConfig, QueryDef, StreamDef};
+    use crate::core::schema::{DataType, Field, Schema};
+    use crate::sql::{Catalog, plan_query};
+
+    /// Two int columns: 24 bytes a row with its arrival.
+    fn engine(budget: usize) -> Engine {
+        let f = |n: &str| Field {
+            name: n.into(),
+            ty: DataType::Int,
+        };
+        let schema = Schema::new(vec![f("a"), f("b")]);
+        let catalog = Catalog {
+            streams: vec![("s".into(), schema.clone())],
+        };
+        let defs = (0..2)
+            .map(|i| QueryDef {
+                name: format!("q{i}"),
+                plan: plan_query("SELECT a FROM s", &catalog).expect("plans"),
+                latency_target: None,
+                weight: 1.0,
+                lossless: false,
+            })
+            .collect();
+        let streams = vec![StreamDef {
+            name: "s".into(),
+            schema,
+        }];
+        let config = EngineConfig {
+            queue_capacity: 1 << 30,
+            queue_memory: budget,
+            ..EngineConfig::default()
+        };
+        let mut e = Engine::new(streams, defs, config).expect("builds");
+        e.set_pulled(0);
+        e
+    }
+
+    fn batch(rows: usize) -> Batch {
+        Batch {
+            arrival: vec![0; rows],
+            columns: vec![Column::Int(vec![1; rows]), Column::Int(vec![2; rows])],
+        }
+    }
+
+    #[test]
+    fn a_pull_stream_waits_for_room_for_a_merged_batch_only_while_it_could_get_it() {
+        // Room for 40,000 rows drained.
+        let mut e = engine(24 * 40_000);
+        assert!(!waits_to_merge(&mut e, 0, 8 * 1024), "drained: no wait");
+        // 35,000 rows queued: room for 5,000, less than a merged batch.
+        e.ingest(0, batch(35_000));
+        assert!(waits_to_merge(&mut e, 0, 8 * 1024));
+        assert!(!waits_to_merge(&mut e, 0, 4096), "what is waiting fits");
+        // A bound that could never hold a merged batch asks for half of it at most: a
+        // stream that waited for room it cannot get would stall until every queue drained.
+        e.install(&DropRules {
+            streams: vec![DropRule::KeepAll],
+            queries: vec![DropRule::KeepAll; 2],
+            queue_capacity: Some(2 * 1024),
+        });
+        while e.queue_depth(0) > 0 {
+            e.run_turn(0);
+        }
+        e.ingest(0, batch(100));
+        // q1 still holds its 35,000 rows: no room at all, and nothing drained.
+        assert!(waits_to_merge(&mut e, 0, 8 * 1024));
+        while e.has_work() {
+            e.run_turn(0);
+        }
+        e.ingest(0, batch(1000));
+        // Room 1,048 of a 2,048 bound: at least half of it, so the batches are taken.
+        assert!(!waits_to_merge(&mut e, 0, 8 * 1024));
+    }
+}
