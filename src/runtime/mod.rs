@@ -27,6 +27,7 @@ pub mod observe;
 pub mod outputs;
 #[cfg(feature = "shell")]
 pub mod pace;
+#[cfg(feature = "shell")]
 mod pump;
 #[cfg(feature = "shell")]
 pub mod signals;
