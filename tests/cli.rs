@@ -214,6 +214,56 @@ fn a_second_ctrl_c_aborts_an_overloaded_run_at_once() {
 }
 
 #[test]
+#[allow(clippy::disallowed_methods)] // the wall time a user waits is the point here
+fn a_second_ctrl_c_cuts_the_flush_of_live_workers_short() {
+    // One key per tuple over a 1000 s window sliding by 1 s: each tuple is in 1000 open
+    // windows, so a second of input leaves about 20 M rows to flush at the end (seconds of
+    // work on two workers), which a second Ctrl-C cuts short between two window ends.
+    let dir = tempfile::tempdir().unwrap();
+    let w = dir.path().join("wide.yaml");
+    std::fs::write(
+        &w,
+        "name: wide\nengine: {workers: 2}\nstreams:\n  s: {schema: {k: int}, rate: 20000, \
+         fields: {k: {uniform: {min: 1, max: 1000000000}}}}\nqueries:\n  q:\n    sql: SELECT k, \
+         COUNT(*) AS n FROM s GROUP BY k, HOP(PROCTIME(), INTERVAL '1' SECOND, \
+         INTERVAL '1000' SECOND)\n    sink: none\n",
+    )
+    .unwrap();
+    let started = std::time::Instant::now();
+    let (code, rest) = signal_after_first_status(
+        &["run", w.to_str().unwrap(), "--duration", "60s"],
+        &["-INT", "-INT"],
+    );
+    assert_eq!(code, Some(130), "{rest}");
+    assert!(rest.contains("aborting without draining"), "{rest}");
+    assert!(rest.contains("summary of `wide`"), "{rest}");
+    assert!(!rest.contains("VIOLATED"), "{rest}");
+    // Cut short: each tuple's 1000 windows would have given 1000 rows.
+    let (processed, results) = (
+        number_after(&rest, "processed "),
+        number_after(&rest, "results "),
+    );
+    assert!(
+        results < 500 * processed,
+        "{processed} tuples, {results} rows: {rest}"
+    );
+    assert!(
+        started.elapsed().as_secs() < 30,
+        "took {:?}",
+        started.elapsed()
+    );
+}
+
+/// The number right after the first `label` in `text`.
+fn number_after(text: &str, label: &str) -> u64 {
+    text.split(label)
+        .nth(1)
+        .and_then(|t| t.split(|c: char| !c.is_ascii_digit()).next())
+        .and_then(|t| t.parse().ok())
+        .unwrap_or_else(|| panic!("no {label:?} in {text}"))
+}
+
+#[test]
 fn ctrl_c_drains_flushes_and_prints_the_summary() {
     let (code, rest) =
         interrupt_after_first_status(&["run", "workloads/quickstart.yaml", "--duration", "60s"]);

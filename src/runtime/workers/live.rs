@@ -121,6 +121,7 @@ pub fn run_live_workers(
                 rx,
                 out: out_tx.clone(),
                 clock,
+                stop: stop.clone(),
             };
             handles.push(
                 std::thread::Builder::new()
@@ -265,6 +266,9 @@ pub fn run_live_workers(
         // Rows and reports until every worker has returned.
         let since = clock.since_start();
         while handles.iter().any(|h| !h.is_finished()) {
+            // A second stop request while the workers drain and flush: they see it
+            // themselves (`Worker::stop`); the notice goes out at once.
+            announced.check(&stop, clock.since_start(), observers);
             if let Ok(m) = out_rx.recv_timeout(Duration::from_millis(1)) {
                 collector.take(m, &sharded, outputs, observers, since);
             }
@@ -288,6 +292,7 @@ pub fn run_live_workers(
         parts.push((end.report, end.latency));
         histories.push(end.history);
         violations += end.violations;
+        aborted |= end.aborted;
     }
     let snapshot = sharded.snapshot();
     collector.publish(

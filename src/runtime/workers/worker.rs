@@ -25,6 +25,7 @@ use crate::core::shard::ShardMap;
 use crate::runtime::clock::WallClock;
 use crate::runtime::control::{ControlReport, Controller, RunHistory};
 use crate::runtime::manage::ManageError;
+use crate::runtime::stop::StopHandle;
 use crate::spec::{Flow, Policy, Workload};
 
 /// What the coordinator sends a worker, in order.
@@ -78,6 +79,8 @@ pub(super) struct WorkerEnd {
     pub latency: Vec<Histogram<u64>>,
     pub history: RunHistory,
     pub violations: u64,
+    /// A second stop request cut its drain or its flush short.
+    pub aborted: bool,
 }
 
 /// A worker's state, moved onto its thread.
@@ -93,6 +96,9 @@ pub(super) struct Worker<'a> {
     pub rx: Receiver<ToWorker>,
     pub out: Sender<FromWorker>,
     pub clock: WallClock,
+    /// The run's stop requests: a second one (abort) ends this worker's drain and its
+    /// flush between two window ends, as it ends the single engine thread's.
+    pub stop: StopHandle,
 }
 
 fn send_rows(out: &Sender<FromWorker>, engine: &mut Engine, now: Nanos) {
@@ -123,6 +129,7 @@ impl Worker<'_> {
             rx,
             out,
             clock,
+            stop,
         } = self;
         let pull: Vec<usize> = (w.streams.iter().enumerate())
             .filter(|(_, s)| s.source.flow == Flow::Pull)
@@ -189,6 +196,8 @@ impl Worker<'_> {
                 }
                 None => {}
             }
+            // A second stop request while draining: leave now, as the coordinator does.
+            aborted |= finishing && stop.is_aborted();
             if aborted {
                 break;
             }
@@ -207,13 +216,18 @@ impl Worker<'_> {
             // A window end at a time, each step's rows sent before the next
             // (`Engine::flush_stepwise`): a huge final state is never held whole.
             let now = clock.now();
-            engine.flush_stepwise(now, |e| send_rows(&out, e, clock.now()), || true);
+            aborted = !engine.flush_stepwise(
+                now,
+                |e| send_rows(&out, e, clock.now()),
+                || !stop.is_aborted(),
+            );
         }
         let report = controller.measure(&mut engine, clock.now());
         WorkerEnd {
             latency: tick_latency(&controller),
             history: controller.history().clone(),
             violations: controller.violations(),
+            aborted,
             report,
             engine,
         }
