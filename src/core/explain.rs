@@ -13,7 +13,7 @@ pub fn expr_text(e: &Expr, names: &[String]) -> String {
         Expr::Column(i) => names.get(*i).cloned().unwrap_or_else(|| format!("#{i}")),
         Expr::Arrival => "PROCTIME()".into(),
         Expr::Literal(Scalar::Timestamp(t)) => format!("TIMESTAMP {t}ns"),
-        Expr::Literal(s) => s.to_string(),
+        Expr::Literal(s) => scalar_text(s),
         Expr::Binary { op: o, left, right } => format!(
             "({} {} {})",
             expr_text(left, names),
@@ -31,10 +31,7 @@ pub fn expr_text(e: &Expr, names: &[String]) -> String {
             "{} {}IN ({})",
             expr_text(expr, names),
             if *negated { "NOT " } else { "" },
-            list.iter()
-                .map(|s| s.to_string())
-                .collect::<Vec<_>>()
-                .join(", ")
+            list.iter().map(scalar_text).collect::<Vec<_>>().join(", ")
         ),
         Expr::Case {
             branches,
@@ -130,4 +127,51 @@ pub fn describe(plan: &QueryPlan, input: &Schema) -> String {
         .collect();
     let _ = writeln!(s, "  output ({})", cols.join(", "));
     s
+}
+
+/// A literal as text (a timestamp is handled by the caller).
+fn scalar_text(s: &Scalar) -> String {
+    match s {
+        Scalar::Float(v) => float_literal(*v),
+        s => s.to_string(),
+    }
+}
+
+/// A float literal as SQL reads it back as a float: a whole number keeps its `.0` (`7.0`,
+/// not `7`, which would read as an int), and a very large or very small one is in exponent
+/// form (`1e300`, not 301 digits).
+fn float_literal(v: f64) -> String {
+    if !v.is_finite() {
+        format!("{v}")
+    } else if v != 0.0 && !(1e-7..1e16).contains(&v.abs()) {
+        format!("{v:e}")
+    } else if v.fract() == 0.0 {
+        format!("{v:.1}")
+    } else {
+        format!("{v}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::float_literal;
+
+    #[test]
+    fn float_literals_print_as_floats_sql_reads_back() {
+        let cases = [
+            (7.0, "7.0"),
+            (-7.0, "-7.0"),
+            (0.0, "0.0"),
+            (0.5, "0.5"),
+            (31.63, "31.63"),
+            (1e300, "1e300"),
+            (1.7976931348623157e308, "1.7976931348623157e308"),
+            (2.5e-9, "2.5e-9"),
+            (123456789.0, "123456789.0"),
+        ];
+        for (v, text) in cases {
+            assert_eq!(float_literal(v), text);
+            assert_eq!(text.parse::<f64>().unwrap(), v, "{text} reads back");
+        }
+    }
 }
