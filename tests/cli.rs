@@ -198,12 +198,7 @@ fn a_second_ctrl_c_aborts_an_overloaded_run_at_once() {
     // The summary still comes (observers saw the end), and nothing is unaccounted.
     assert!(rest.contains("summary of `deep`"), "{rest}");
     // Aborted, not drained: tuples were still queued, and the ledger says so.
-    let queued: u64 = rest
-        .split("+ queued ")
-        .nth(1)
-        .and_then(|t| t.split(' ').next())
-        .and_then(|t| t.parse().ok())
-        .unwrap_or_else(|| panic!("no ledger in {rest}"));
+    let queued = number_after(&rest, "+ queued ");
     assert!(queued > 0, "{rest}");
     assert!(!rest.contains("VIOLATED"), "{rest}");
     assert!(

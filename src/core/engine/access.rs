@@ -147,50 +147,52 @@ impl Engine {
     /// for it too.
     pub fn stream_room(&self, stream: usize) -> usize {
         let s = &self.streams[stream];
-        let bytes = self.held.budget().saturating_sub(self.held.bytes());
-        let by_memory = bytes / s.row_bytes.max(1);
         s.readers
             .iter()
             .map(|&q| {
-                let q = &self.queries[q];
-                q.queue
-                    .capacity()
-                    .min(self.pull_bound)
-                    .saturating_sub(q.queue.depth())
+                self.reader_bound(q)
+                    .saturating_sub(self.queries[q].queue.depth())
             })
             .min()
             .unwrap_or(usize::MAX)
-            .min(by_memory)
+            .min(self.memory_room(stream, self.held.bytes()))
     }
 
     /// Whether `stream_room(stream) >= rows`, the memory budget looked at first (with
     /// many readers the budget is what binds, and it costs no walk over them).
     pub fn stream_has_room(&self, stream: usize, rows: usize) -> bool {
-        let s = &self.streams[stream];
-        let bytes = self.held.budget().saturating_sub(self.held.bytes());
-        bytes / s.row_bytes.max(1) >= rows
-            && s.readers.iter().all(|&q| {
-                let q = &self.queries[q];
-                q.queue.capacity().min(self.pull_bound) >= q.queue.depth() + rows
-            })
+        self.memory_room(stream, self.held.bytes()) >= rows
+            && self.streams[stream]
+                .readers
+                .iter()
+                .all(|&q| self.reader_bound(q) >= self.queries[q].queue.depth() + rows)
     }
 
     /// `stream_room` once every queue reading `stream` has drained: the most a pull
     /// source could ever send at once (the readers' bounds are walked once, then kept
     /// until a reader or a bound changes).
     pub fn stream_room_empty(&mut self, stream: usize) -> usize {
-        let pull_bound = self.pull_bound;
         let s = &self.streams[stream];
         let bound = s.reader_bound.unwrap_or_else(|| {
             s.readers
                 .iter()
-                .map(|&q| self.queries[q].queue.capacity().min(pull_bound))
+                .map(|&q| self.reader_bound(q))
                 .min()
                 .unwrap_or(usize::MAX)
         });
-        let s = &mut self.streams[stream];
-        s.reader_bound = Some(bound);
-        bound.min(self.held.budget() / s.row_bytes.max(1))
+        self.streams[stream].reader_bound = Some(bound);
+        bound.min(self.memory_room(stream, 0))
+    }
+
+    /// The most tuples query `q`'s queue may hold for a pull source.
+    fn reader_bound(&self, q: usize) -> usize {
+        self.queries[q].queue.capacity().min(self.pull_bound)
+    }
+
+    /// Rows of `stream` the memory budget still has room for with `held` bytes queued (at
+    /// the most bytes a row of the stream has taken so far).
+    fn memory_room(&self, stream: usize, held: usize) -> usize {
+        self.held.budget().saturating_sub(held) / self.streams[stream].row_bytes.max(1)
     }
 
     /// Marks `stream` as paced by its source's waiting for room (`Flow::Pull`): the
