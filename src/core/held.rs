@@ -34,7 +34,8 @@ fn key(batch: &Arc<Batch>) -> usize {
     Arc::as_ptr(batch) as usize
 }
 
-fn selection_bytes(item: &Queued) -> usize {
+/// What `item`'s selection adds to the account.
+pub fn selection_bytes(item: &Queued) -> usize {
     item.sel
         .as_ref()
         .map_or(0, |s| s.len() * std::mem::size_of::<u32>())
@@ -91,6 +92,13 @@ impl Held {
             self.batches.remove(&k);
         }
         self.bytes -= freed;
+    }
+
+    /// Accounts for a held item whose selection changed in place (`InputQueue::thin`):
+    /// from `before` to `after` bytes (`selection_bytes`).
+    pub fn reselect(&mut self, before: usize, after: usize) {
+        self.bytes -= before;
+        self.add(after);
     }
 
     /// Accounts for a held batch that grew in place (`InputQueue::coalesce_rows`) by

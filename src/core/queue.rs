@@ -9,7 +9,7 @@ use std::collections::VecDeque;
 use std::sync::Arc;
 
 use super::batch::Batch;
-use super::held::Held;
+use super::held::{Held, selection_bytes};
 use super::rows::Rows;
 use super::schema::Nanos;
 use super::shard::RoutedTime;
@@ -177,6 +177,27 @@ impl InputQueue {
             self.batches.shrink_to(SLOTS_KEPT);
         }
         Some(q)
+    }
+
+    /// Thins the queued items in place: `f` may narrow an item's selection (to none)
+    /// and lower its keep; an item left empty leaves the queue. The tuple count and
+    /// `held` stay exact. Returns the tuples that left.
+    pub fn thin(&mut self, held: &mut Held, mut f: impl FnMut(&mut Queued)) -> usize {
+        let before = self.tuples;
+        let mut tuples = 0;
+        self.batches.retain_mut(|item| {
+            let bytes = selection_bytes(item);
+            f(item);
+            held.reselect(bytes, selection_bytes(item));
+            if item.is_empty() {
+                held.release(item);
+                return false;
+            }
+            tuples += item.len();
+            true
+        });
+        self.tuples = tuples;
+        before - tuples
     }
 
     /// Changes the bound (tail-drop policies use a small one); queued tuples stay.

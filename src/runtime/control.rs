@@ -19,6 +19,7 @@ mod guard;
 mod queries;
 mod rest;
 mod templates;
+mod thin;
 
 use apply::model_cost;
 use templates::{key_columns, rows_shape, window_rule};
@@ -34,6 +35,8 @@ pub struct ControlReport {
     /// (1 = keeps everything; semantic drops report their expected delivered share).
     pub stream_keep: Vec<f64>,
     pub query_keep: Vec<f64>,
+    /// Queued tuples thinned to this plan's keep when it was installed (`thin.rs`).
+    pub thinned: u64,
 }
 
 pub struct Controller {
@@ -70,6 +73,8 @@ pub struct Controller {
     guard_armed: bool,
     /// Cuts the inner guard made so far.
     guard_cuts: u64,
+    /// Queued tuples thinned to a plan's keep so far (`thin.rs`).
+    thinned: u64,
     /// Per query: ns of work per queued tuple as last measured (the guard's backlog).
     guard_costs: Vec<f64>,
     /// Per query: tuples/s it processed over the last second (the guard's Little's law).
@@ -150,6 +155,7 @@ impl Controller {
                 .collect(),
             guard_armed: true,
             guard_cuts: 0,
+            thinned: 0,
             guard_costs: Vec::new(),
             guard_rates: Vec::new(),
             guard_late: Vec::new(),
@@ -210,6 +216,11 @@ impl Controller {
         self.guard_cuts
     }
 
+    /// Queued tuples thinned to a plan's keep so far (counted as shed at random).
+    pub fn thinned(&self) -> u64 {
+        self.thinned
+    }
+
     /// Measures the tick ending at `now` without planning (the run's last report, after
     /// the final flush): the plan in force is repeated and the history is unchanged.
     pub fn measure(&mut self, engine: &mut Engine, now: Nanos) -> ControlReport {
@@ -217,9 +228,11 @@ impl Controller {
         match self.last.take() {
             Some(mut r) => {
                 r.qos = qos;
+                r.thinned = 0;
                 r
             }
             None => ControlReport {
+                thinned: 0,
                 plan: ShedPlan::keep_all(engine.stream_count(), engine.query_count()),
                 stream_keep: vec![1.0; engine.stream_count()],
                 query_keep: vec![1.0; engine.query_count()],
@@ -376,9 +389,17 @@ impl Controller {
                 QueryDrop::Semantic(s) => s.delivered,
             })
             .collect();
+        let mut thinned = 0;
         if !matches!(self.policy.params.kind, ShedKind::None | ShedKind::TailDrop) {
             engine.install(&rules);
+            let streams: Vec<usize> = qos.queries.iter().map(|q| q.stream).collect();
+            thinned = self.thin_backlog(engine, &p, &streams, now);
         }
-        self.record(qos, p, stream_keep, query_keep)
+        let mut report = self.record(qos, p, stream_keep, query_keep);
+        report.thinned = thinned;
+        if let Some(last) = self.last.as_mut() {
+            last.thinned = thinned;
+        }
+        report
     }
 }

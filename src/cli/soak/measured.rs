@@ -118,6 +118,9 @@ impl Observer for Measured {
                     h as f64 / 1e6
                 );
             }
+            if c.thinned > 0 {
+                let _ = write!(line, " | thinned {}", c.thinned);
+            }
             let _ = std::io::Write::write_all(out, line.as_bytes());
             let _ = std::io::Write::write_all(out, b"\n");
         }

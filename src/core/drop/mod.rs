@@ -157,6 +157,36 @@ impl DropPoint {
         }
     }
 
+    /// Fills `sel` with the rows of `0..n` kept with probability `keep` each, ascending,
+    /// from this drop point's random stream: nothing drawn at keep 0, the gaps between
+    /// kept rows drawn below `SKIP_BELOW` (one draw per kept row), else `sample_rows`.
+    /// What a random rule keeps of a batch, and what thinning a queued batch keeps of it
+    /// (`Engine::thin_queued`).
+    pub fn sample(&mut self, keep: f64, n: usize, sel: &mut Vec<u32>) {
+        sel.clear();
+        let keep = keep.clamp(0.0, 1.0);
+        if keep <= 0.0 {
+            // Nothing is kept: no draws at all.
+        } else if keep < SKIP_BELOW {
+            // Few rows are kept: draw the gaps between kept rows (geometric, so a fresh
+            // gap at each batch is the same process), one draw per kept row.
+            let ln_drop = (-keep).ln_1p();
+            let mut i = 0usize;
+            loop {
+                let u = ((self.rng.next_u64() >> 11) as f64 + 1.0) * (1.0 / (1u64 << 53) as f64);
+                let gap = (u.ln() / ln_drop).floor();
+                if gap >= (n - i) as f64 {
+                    break;
+                }
+                i += gap as usize;
+                sel.push(i as u32);
+                i += 1;
+            }
+        } else {
+            sample_rows(&mut self.rng, keep, n, sel);
+        }
+    }
+
     pub fn rule(&self) -> &DropRule {
         &self.rule
     }
@@ -188,28 +218,7 @@ impl DropPoint {
             DropRule::Random { keep } if !binding => {
                 // The hot case while shedding: one draw per row as below, but no branch
                 // on the draw (a kept row is written, and counted only if kept).
-                let keep = keep.clamp(0.0, 1.0);
-                if keep <= 0.0 {
-                    // Nothing is kept: no draws at all.
-                } else if keep < SKIP_BELOW {
-                    // Few rows are kept: draw the gaps between kept rows (geometric, so a
-                    // fresh gap at each batch is the same process), one draw per kept row.
-                    let ln_drop = (-keep).ln_1p();
-                    let mut i = 0usize;
-                    loop {
-                        let u = ((self.rng.next_u64() >> 11) as f64 + 1.0)
-                            * (1.0 / (1u64 << 53) as f64);
-                        let gap = (u.ln() / ln_drop).floor();
-                        if gap >= (n - i) as f64 {
-                            break;
-                        }
-                        i += gap as usize;
-                        sel.push(i as u32);
-                        i += 1;
-                    }
-                } else {
-                    sample_rows(&mut self.rng, keep, n, sel);
-                }
+                self.sample(*keep, n, sel);
                 let len = sel.len();
                 self.dropped[DropReason::ShedRandom.index()] += (n - len) as u64;
             }

@@ -22,6 +22,7 @@ mod selected;
 mod shard;
 mod shared;
 mod snapshot;
+mod thin;
 
 pub use defs::{DEFAULT_QUEUE_MEMORY, EngineConfig, EngineError, QueryDef, StreamDef};
 pub use fanout::PreShed;

@@ -151,14 +151,7 @@ impl WindowLoss {
         let span = spans.of(self.time, batch);
         let mut runs = self.runs(closed);
         let tallies = &mut self.tallies;
-        let mut add = |start: i64, n: u64| {
-            let e = tallies.entry(start).or_default();
-            match kind {
-                LossKind::Scaled => e.scaled += n as f64,
-                LossKind::Unscaled => e.unscaled += n as f64,
-                LossKind::WholeGroups => e.whole += n,
-            }
-        };
+        let mut add = |start: i64, n: u64| add_lost(tallies, kind, start, n);
         let ts = times(self.time, batch);
         let one_slice = span.and_then(|(lo, hi)| runs.one_slice_of([lo, hi].into_iter()));
         if let (true, Some(lo)) = (kept.is_empty(), one_slice) {
@@ -176,6 +169,30 @@ impl WindowLoss {
                     runs.push(t, &mut add);
                 }
             }
+        }
+        runs.finish(&mut add);
+    }
+
+    /// Counts the rows `lost` (ascending row indices of `batch`) as lost to the windows
+    /// still open after `closed`, for reason `kind`: rows already queued for the query and
+    /// then thinned there (`Engine::thin_queued`), whose batch's other rows were accounted
+    /// for at ingest.
+    pub fn note_lost_rows(
+        &mut self,
+        batch: &Batch,
+        lost: impl Iterator<Item = u32> + Clone,
+        kind: LossKind,
+        closed: i64,
+    ) {
+        self.armed = true;
+        let mut runs = self.runs(closed);
+        let tallies = &mut self.tallies;
+        let mut add = |start: i64, n: u64| add_lost(tallies, kind, start, n);
+        let ts = times(self.time, batch);
+        match runs.one_slice_of(lost.clone().map(|i| ts[i as usize])) {
+            // All inside one slice (the usual case for a batch): one count.
+            Some(lo) => runs.push_run(lo, lost.count() as u64, &mut add),
+            None => lost.for_each(|i| runs.push(ts[i as usize], &mut add)),
         }
         runs.finish(&mut add);
     }
@@ -289,6 +306,16 @@ impl WindowLoss {
             }
             w += slide;
         }
+    }
+}
+
+/// Adds `n` tuples lost for reason `kind` to the slice starting at `start`.
+fn add_lost(tallies: &mut BTreeMap<i64, Tally>, kind: LossKind, start: i64, n: u64) {
+    let e = tallies.entry(start).or_default();
+    match kind {
+        LossKind::Scaled => e.scaled += n as f64,
+        LossKind::Unscaled => e.unscaled += n as f64,
+        LossKind::WholeGroups => e.whole += n,
     }
 }
 

@@ -200,6 +200,20 @@ impl Pipeline {
         }
     }
 
+    /// Records that the rows `lost` of `batch` (ascending), already queued for this query,
+    /// were discarded there for reason `kind` (`Engine::thin_queued`).
+    pub fn note_lost_rows(
+        &mut self,
+        batch: &Batch,
+        lost: impl Iterator<Item = u32> + Clone,
+        kind: LossKind,
+    ) {
+        if let Body::Aggregate(a) = &mut self.body {
+            let closed = a.op.closed();
+            a.loss.note_lost_rows(batch, lost, kind, closed);
+        }
+    }
+
     /// Whether the pipeline holds state that a tick or flush may emit.
     pub fn is_windowed(&self) -> bool {
         matches!(self.body, Body::Aggregate(_))

@@ -74,6 +74,7 @@ impl Controller {
             h.utility_ticks[i] += 1;
         }
         let report = ControlReport {
+            thinned: 0,
             qos,
             plan: p,
             stream_keep,

@@ -184,6 +184,7 @@ pub fn merge_reports(
             .collect()
     };
     ControlReport {
+        thinned: reports.iter().map(|r| r.thinned).sum(),
         plan: merge_plan(&plans, reports),
         stream_keep: low(|r| &r.stream_keep),
         query_keep: low(|r| &r.query_keep),
