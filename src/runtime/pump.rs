@@ -3,7 +3,8 @@
 //! queues have room; the batches a stream with shared members had waiting are merged
 //! (`MERGE_ROWS`) so that each member pays one append per merged batch.
 //! Invariant: batches of one stream are ingested in the order their source sent them, and
-//! a pull batch is stamped with its arrival when taken.
+//! a pull batch is stamped with its arrival when taken (the batches merged into one, taken
+//! in one pass, with the first one's).
 
 use std::time::Duration;
 
@@ -43,6 +44,8 @@ pub(super) fn pump(
         // batch, not one per source batch. They were waiting anyway: no row waits longer.
         let merge = !engine.shared_queries(stream).is_empty();
         let mut merged: Option<Batch> = None;
+        // The arrival a pull batch merged into `merged` is stamped with.
+        let mut stamp: Option<Nanos> = None;
         // At least one look, so that an ended source is seen as ended.
         let mut pending = link.rx.len().max(1);
         if merge
@@ -66,7 +69,15 @@ pub(super) fn pump(
             match link.rx.try_recv() {
                 Ok(SourceMsg::Batch(mut b)) => {
                     if pull {
-                        let now = clock.now();
+                        // The batches merged into one are taken in one pass, microseconds
+                        // apart: one stamp for all of them, so each member's rows of a
+                        // merged batch are one run of one latency (`record_latencies`),
+                        // not one per source batch.
+                        let now = match (&merged, stamp) {
+                            (Some(m), Some(t)) if m.len() + b.len() <= MERGE_ROWS => t,
+                            _ => clock.now(),
+                        };
+                        stamp = Some(now);
                         b.arrival.iter_mut().for_each(|a| *a = now);
                     }
                     if !merge {
@@ -188,6 +199,91 @@ mod tests {
             arrival: vec![0; rows],
             columns: vec![Column::Int(vec![1; rows]), Column::Int(vec![2; rows])],
         }
+    }
+
+    #[test]
+    fn batches_merged_in_one_pass_share_one_stamp() {
+        use std::sync::Arc;
+
+        use crate::runtime::frontier::SourceFrontier;
+        use crate::runtime::source_shed::StreamKeep;
+
+        // Ten filter queries on one column: a stream with shared members, so it merges.
+        let schema = Schema::new(vec![Field {
+            name: "a".into(),
+            ty: DataType::Int,
+        }]);
+        let catalog = Catalog {
+            streams: vec![("s".into(), schema.clone())],
+        };
+        let defs = (0..10)
+            .map(|i| QueryDef {
+                name: format!("q{i}"),
+                plan: plan_query(&format!("SELECT a FROM s WHERE a > {i}"), &catalog)
+                    .expect("plans"),
+                latency_target: None,
+                weight: 1.0,
+                lossless: false,
+            })
+            .collect();
+        let streams = vec![StreamDef {
+            name: "s".into(),
+            schema,
+        }];
+        let mut e = Engine::new(streams, defs, EngineConfig::default()).expect("builds");
+        e.set_pulled(0);
+        assert!(
+            !e.shared_queries(0).is_empty(),
+            "the stream has shared members"
+        );
+        let (tx, rx) = crossbeam_channel::unbounded();
+        let clock = WallClock::start();
+        let mut links = vec![SourceLink {
+            rx,
+            frontier: Arc::new(SourceFrontier::new(clock.now(), 0)),
+            flow: Flow::Pull,
+            done: false,
+            keep: StreamKeep::default(),
+        }];
+        // Ten batches of 1024 rows (values 0..1024, so q9 keeps 1014 of each): the first
+        // eight fill one merged batch (`MERGE_ROWS`), the last two start the next.
+        let rows = 1024;
+        for _ in 0..10 {
+            let b = Batch {
+                arrival: vec![0; rows],
+                columns: vec![Column::Int((0..rows as i64).collect())],
+            };
+            tx.send(SourceMsg::Batch(b)).expect("sends");
+        }
+        let mut observers = Observers::new(Vec::new());
+        pump(&mut links, &mut e, &clock, rows, &mut observers, 0);
+        while e.has_work() {
+            e.run_turn(0);
+        }
+        let mut arrivals: Vec<Nanos> = Vec::new();
+        e.emit(clock.now(), |r| {
+            if r.query == "q9" {
+                arrivals.extend_from_slice(&r.batch.arrival);
+            }
+        });
+        assert_eq!(
+            arrivals.len(),
+            10 * (rows - 10),
+            "every row of q9 reached it"
+        );
+        let (first, second) = arrivals.split_at(8 * (rows - 10));
+        assert!(
+            first.iter().all(|&a| a == first[0]),
+            "one stamp for a merge"
+        );
+        assert!(
+            second.iter().all(|&a| a == second[0]),
+            "one stamp for the next"
+        );
+        assert!(
+            second[0] >= first[0] && first[0] > 0,
+            "stamped when taken, in order"
+        );
     }
 
     #[test]
