@@ -30,6 +30,9 @@ struct QueryTrack {
     cost: CostModel,
     rows: RobustRate,
     delivered: Ewma,
+    /// Queued tuples thinned since the last tick (`note_thinned`): dropped, but admitted
+    /// at earlier ticks, so no share of this tick's offered input.
+    thinned: u64,
     /// Latencies of the last `window_ticks` ticks, sparse (an idle query holds nothing).
     latency: LatencyWindow,
     /// The last tick's result latencies (what observers fold into their own buckets),
@@ -66,6 +69,7 @@ fn track(engine: &mut Engine, qi: usize, qos: Option<QosSpec>, window_ticks: usi
         cost: CostModel::default(),
         rows: RobustRate::default(),
         delivered: Ewma::new(ALPHA),
+        thinned: 0,
         latency: LatencyWindow::new(window_ticks),
         last_tick: None,
         counts: std::collections::VecDeque::new(),
@@ -185,6 +189,13 @@ impl Monitor {
     }
 
     /// Result latencies of query `q` recorded during the last tick.
+    /// Notes that `n` tuples queued for query `q` were thinned since the last tick.
+    pub fn note_thinned(&mut self, q: usize, n: u64) {
+        if let Some(t) = self.queries.get_mut(q) {
+            t.thinned += n;
+        }
+    }
+
     pub fn tick_latency(&self, q: usize) -> &Histogram<u64> {
         self.queries[q].last_tick.as_deref().unwrap_or(&self.empty)
     }
@@ -251,7 +262,11 @@ impl Monitor {
             t.cost.update_full(reached, processed, results, busy, dt);
             let row_rate = t.rows.update(results / dt);
             let offered = (q.offered - p.offered) as f64;
-            let dropped: u64 = q.dropped.iter().sum::<u64>() - p.dropped.iter().sum::<u64>();
+            // Tuples a plan thinned from the queue count in `dropped` (the ledger), but
+            // they were offered at earlier ticks: they are no part of what this tick's
+            // input delivered (a tick that thinned three times its input would read -2).
+            let dropped: u64 = (q.dropped.iter().sum::<u64>() - p.dropped.iter().sum::<u64>())
+                .saturating_sub(std::mem::take(&mut t.thinned));
             if offered > 0.0 {
                 t.delivered.update(1.0 - dropped as f64 / offered);
             }
