@@ -188,7 +188,6 @@ impl Monitor {
         self.violations
     }
 
-    /// Result latencies of query `q` recorded during the last tick.
     /// Notes that `n` tuples queued for query `q` were thinned since the last tick.
     pub fn note_thinned(&mut self, q: usize, n: u64) {
         if let Some(t) = self.queries.get_mut(q) {
@@ -196,6 +195,7 @@ impl Monitor {
         }
     }
 
+    /// Result latencies of query `q` recorded during the last tick.
     pub fn tick_latency(&self, q: usize) -> &Histogram<u64> {
         self.queries[q].last_tick.as_deref().unwrap_or(&self.empty)
     }

@@ -44,8 +44,6 @@ pub(super) fn pump(
         // batch, not one per source batch. They were waiting anyway: no row waits longer.
         let merge = !engine.shared_queries(stream).is_empty();
         let mut merged: Option<Batch> = None;
-        // The arrival a pull batch merged into `merged` is stamped with.
-        let mut stamp: Option<Nanos> = None;
         // At least one look, so that an ended source is seen as ended.
         let mut pending = link.rx.len().max(1);
         if merge
@@ -73,11 +71,14 @@ pub(super) fn pump(
                         // apart: one stamp for all of them, so each member's rows of a
                         // merged batch are one run of one latency (`record_latencies`),
                         // not one per source batch.
-                        let now = match (&merged, stamp) {
-                            (Some(m), Some(t)) if m.len() + b.len() <= MERGE_ROWS => t,
-                            _ => clock.now(),
+                        let now = match merged.as_ref().and_then(|m| {
+                            m.arrival
+                                .first()
+                                .filter(|_| m.len() + b.len() <= MERGE_ROWS)
+                        }) {
+                            Some(&first) => first,
+                            None => clock.now(),
                         };
-                        stamp = Some(now);
                         b.arrival.iter_mut().for_each(|a| *a = now);
                     }
                     if !merge {
@@ -161,20 +162,26 @@ mod tests {
     use crate::core::schema::{DataType, Field, Schema};
     use crate::sql::{Catalog, plan_query};
 
-    /// Two int columns: 24 bytes a row with its arrival.
-    fn engine(budget: usize) -> Engine {
-        let f = |n: &str| Field {
-            name: n.into(),
-            ty: DataType::Int,
-        };
-        let schema = Schema::new(vec![f("a"), f("b")]);
+    /// A pulled stream `s` of int columns `cols`, read by one query per SQL text (named
+    /// `q0`, `q1`, ...).
+    fn pulled(cols: &[&str], sqls: &[String], config: EngineConfig) -> Engine {
+        let fields = cols
+            .iter()
+            .map(|n| Field {
+                name: (*n).into(),
+                ty: DataType::Int,
+            })
+            .collect();
+        let schema = Schema::new(fields);
         let catalog = Catalog {
             streams: vec![("s".into(), schema.clone())],
         };
-        let defs = (0..2)
-            .map(|i| QueryDef {
+        let defs = sqls
+            .iter()
+            .enumerate()
+            .map(|(i, sql)| QueryDef {
                 name: format!("q{i}"),
-                plan: plan_query("SELECT a FROM s", &catalog).expect("plans"),
+                plan: plan_query(sql, &catalog).expect("plans"),
                 latency_target: None,
                 weight: 1.0,
                 lossless: false,
@@ -184,14 +191,19 @@ mod tests {
             name: "s".into(),
             schema,
         }];
+        let mut e = Engine::new(streams, defs, config).expect("builds");
+        e.set_pulled(0);
+        e
+    }
+
+    /// Two int columns: 24 bytes a row with its arrival.
+    fn engine(budget: usize) -> Engine {
         let config = EngineConfig {
             queue_capacity: 1 << 30,
             queue_memory: budget,
             ..EngineConfig::default()
         };
-        let mut e = Engine::new(streams, defs, config).expect("builds");
-        e.set_pulled(0);
-        e
+        pulled(&["a", "b"], &vec!["SELECT a FROM s".to_string(); 2], config)
     }
 
     fn batch(rows: usize) -> Batch {
@@ -209,29 +221,10 @@ mod tests {
         use crate::runtime::source_shed::StreamKeep;
 
         // Ten filter queries on one column: a stream with shared members, so it merges.
-        let schema = Schema::new(vec![Field {
-            name: "a".into(),
-            ty: DataType::Int,
-        }]);
-        let catalog = Catalog {
-            streams: vec![("s".into(), schema.clone())],
-        };
-        let defs = (0..10)
-            .map(|i| QueryDef {
-                name: format!("q{i}"),
-                plan: plan_query(&format!("SELECT a FROM s WHERE a > {i}"), &catalog)
-                    .expect("plans"),
-                latency_target: None,
-                weight: 1.0,
-                lossless: false,
-            })
+        let sqls: Vec<String> = (0..10)
+            .map(|i| format!("SELECT a FROM s WHERE a > {i}"))
             .collect();
-        let streams = vec![StreamDef {
-            name: "s".into(),
-            schema,
-        }];
-        let mut e = Engine::new(streams, defs, EngineConfig::default()).expect("builds");
-        e.set_pulled(0);
+        let mut e = pulled(&["a"], &sqls, EngineConfig::default());
         assert!(
             !e.shared_queries(0).is_empty(),
             "the stream has shared members"
