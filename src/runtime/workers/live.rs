@@ -273,6 +273,9 @@ pub fn run_live_workers(
                 collector.take(m, &sharded, outputs, observers, since);
             }
         }
+        // A second request the workers saw and ended on before the loop above looked
+        // again is still told.
+        announced.check(&stop, clock.since_start(), observers);
         while let Ok(m) = out_rx.try_recv() {
             collector.take(m, &sharded, outputs, observers, since);
         }
