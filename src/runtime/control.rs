@@ -22,6 +22,7 @@ mod templates;
 mod thin;
 
 use apply::model_cost;
+use guard::{hold_guard_cuts, streams_of};
 use templates::{key_columns, rows_shape, window_rule};
 
 pub use guard::GUARD;
@@ -69,8 +70,9 @@ pub struct Controller {
     error_ticks: u64,
     /// Per query: its latency target (ns), for the inner guard.
     targets: Vec<Option<Nanos>>,
-    /// The inner guard may cut once per control tick; re-armed by `tick`.
-    guard_armed: bool,
+    /// Per query: the backlog (ns of queued work) when the inner guard last cut it in
+    /// this control tick, and how often it did; cleared by `tick` (`guard.rs`).
+    guard_cut: Vec<(f64, u32)>,
     /// Cuts the inner guard made so far.
     guard_cuts: u64,
     /// Queued tuples thinned to a plan's keep so far (`thin.rs`).
@@ -153,7 +155,7 @@ impl Controller {
                 .iter()
                 .map(|q| q.qos.as_ref().and_then(|s| s.latency).map(|l| l.target))
                 .collect(),
-            guard_armed: true,
+            guard_cut: Vec::new(),
             guard_cuts: 0,
             thinned: 0,
             guard_costs: Vec::new(),
@@ -249,7 +251,8 @@ impl Controller {
             self.set_policy(engine, p);
         }
         let mut qos = self.monitor.tick(engine, now);
-        self.guard_armed = true;
+        // The queries the inner guard cut since the last tick: this plan keeps them cut.
+        let guarded = std::mem::take(&mut self.guard_cut);
         // What the guard reads between ticks: finite and non-negative, 0 when unknown.
         let known = |x: f64| if x.is_finite() { x.max(0.0) } else { 0.0 };
         self.guard_rates.clear();
@@ -372,7 +375,8 @@ impl Controller {
             .max(0.0),
             policy: self.policy.params,
         };
-        let p = plan(&input, &mut self.state);
+        let mut p = plan(&input, &mut self.state);
+        hold_guard_cuts(engine, &mut p, &guarded, &streams_of(&qos));
         // Work the admitted input is predicted to bring over the next tick, with the fixed
         // work the capacity was reduced by.
         self.predicted = Some(p.expected_input + fixed);
@@ -392,8 +396,7 @@ impl Controller {
         let mut thinned = 0;
         if !matches!(self.policy.params.kind, ShedKind::None | ShedKind::TailDrop) {
             engine.install(&rules);
-            let streams: Vec<usize> = qos.queries.iter().map(|q| q.stream).collect();
-            thinned = self.thin_backlog(engine, &p, &streams, now);
+            thinned = self.thin_backlog(engine, &p, &streams_of(&qos), now);
         }
         let mut report = self.record(qos, p, stream_keep, query_keep);
         report.thinned = thinned;

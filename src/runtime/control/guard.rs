@@ -8,16 +8,20 @@
 //! late). Under a surge the backlog grows faster than any age (at 3x, twice as fast), so
 //! the surge is caught while it builds, not when its first tuple is already near the
 //! target; before shedding has begun the work ahead is cut at half the target (`AHEAD`),
-//! since every queued tuple still waits it out. Invariant: at most one cut per
-//! control tick (of every query predicted late), never on a lossless query, and the check
-//! is two queue peeks and a division per query with queued input.
+//! since every queued tuple still waits it out. Each query is cut at most once per
+//! control tick, unless the backlog has since grown by half again (a halving at 3x still
+//! leaves 1.5x: the queue keeps growing until the next plan, and a 200 ms burst is over by
+//! then), up to `MAX_CUTS` times. Invariant: never a lossless query, never a second cut of
+//! a query while the backlog it was cut at has not grown, and the check is two queue peeks
+//! and a division per query with queued input.
 
 use super::Controller;
 use crate::core::drop::DropRule;
 use crate::core::engine::Engine;
 use crate::core::plan::PlanBody;
 use crate::core::schema::Nanos;
-use crate::shed::ShedKind;
+use crate::runtime::monitor::QosSnapshot;
+use crate::shed::{QueryDrop, ShedKind, ShedPlan};
 
 /// The inner guard cuts when a query's predicted latency reaches this share of its target:
 /// above the feedback's setpoint (0.8 by default), so that in a steady overload the
@@ -36,6 +40,13 @@ pub const AHEAD: f64 = 0.5;
 /// late.
 pub const CORROBORATED: f64 = 0.25;
 
+/// A query the guard cut in this control tick is cut again only once the backlog has
+/// grown to this multiple of what it was at that cut: the cut was not enough.
+pub const REGROWN: f64 = 1.5;
+
+/// At most this many cuts of one query per control tick (keep / 8).
+pub const MAX_CUTS: u32 = 3;
+
 impl Controller {
     /// The fast inner guard, for the driver to call at every scheduler turn. A query's
     /// predicted latency is the latest of its oldest queued tuple's age, the backlog (the
@@ -43,13 +54,11 @@ impl Controller {
     /// newest tuple waits for under a work-conserving scheduler) and, once the oldest has
     /// waited `CORROBORATED` of the target, its depth over its rate. When that reaches `GUARD` of
     /// its target, its drop point's keep is halved at once instead of at the next control
-    /// tick (at most one cut per tick, of every query then predicted late; the next plan
-    /// takes over from there, its feedback seeing the same queue). Lossless queries are
-    /// never cut. Returns whether it cut.
+    /// tick (once per tick, or again when the backlog has grown `REGROWN` times since that
+    /// cut, up to `MAX_CUTS`; the next plan takes over from there, its feedback seeing the
+    /// same queue). Lossless queries are never cut. Returns whether it cut.
     pub fn guard(&mut self, engine: &mut Engine, now: Nanos) -> bool {
-        if !self.guard_armed
-            || matches!(self.policy.params.kind, ShedKind::None | ShedKind::TailDrop)
-        {
+        if matches!(self.policy.params.kind, ShedKind::None | ShedKind::TailDrop) {
             return false;
         }
         let costs = &self.guard_costs;
@@ -60,6 +69,12 @@ impl Controller {
         let mut late = std::mem::take(&mut self.guard_late);
         late.clear();
         let rates = &self.guard_rates;
+        let cut_before = &self.guard_cut;
+        // Cut already in this tick: again only when that cut was not enough.
+        let may_cut = |q: usize| match cut_before.get(q) {
+            Some(&(at, n)) if n > 0 => n < MAX_CUTS && at > 0.0 && backlog >= REGROWN * at,
+            _ => true,
+        };
         // Early (`AHEAD`) only while not shedding yet: the surge a plan has not met. Once
         // shedding, the feedback holds latency at its setpoint (under `GUARD`), and an
         // early cut every tick would take its place and hide the model's error from it.
@@ -68,6 +83,7 @@ impl Controller {
         let early = !self.state.shedding() && self.policy.params.kind != ShedKind::Semantic;
         late.extend(engine.queued_queries().filter(|&q| {
             q < self.targets.len()
+                && may_cut(q)
                 && !self.qos[q].as_ref().is_some_and(|s| s.lossless)
                 && self.targets[q].is_some_and(|t| {
                     let t = t as f64;
@@ -90,10 +106,36 @@ impl Controller {
                     })
                 })
         }));
+        // A cut that was not enough (the backlog regrew): every query's input feeds the
+        // backlog, so every other one with queued input is cut with it, not only the one
+        // with the tightest target again and again.
+        let again = late
+            .iter()
+            .any(|&q| self.guard_cut.get(q).is_some_and(|c| c.1 > 0));
+        if again {
+            let cut_before = &self.guard_cut;
+            let others: Vec<usize> = engine
+                .queued_queries()
+                .filter(|&q| {
+                    !late.contains(&q)
+                        && q < self.targets.len()
+                        && self.targets[q].is_some()
+                        && !self.qos[q].as_ref().is_some_and(|s| s.lossless)
+                        && cut_before.get(q).is_none_or(|c| c.1 < MAX_CUTS)
+                })
+                .collect();
+            late.extend(others);
+        }
         let cut = !late.is_empty();
         if cut {
-            self.guard_armed = false;
             self.guard_cuts += 1;
+            if self.guard_cut.len() < self.targets.len() {
+                self.guard_cut.resize(self.targets.len(), (0.0, 0));
+            }
+            for &q in &late {
+                let c = &mut self.guard_cut[q];
+                *c = (backlog, c.1 + 1);
+            }
             let mut rules = engine.drop_rules();
             rules.queue_capacity = None;
             for &q in &late {
@@ -117,6 +159,55 @@ fn waits_show(engine: &Engine, q: usize, t: f64) -> bool {
         PlanBody::Project(_) => true,
         PlanBody::Aggregate(a) => a.window.slide as f64 <= t,
     }
+}
+
+/// When plan `p` sheds nothing, keeps the queries the inner guard cut in the tick just
+/// ended (`cut`, per query: the backlog at its last cut and how many) at the keep the
+/// guard left them: a plan that has not seen the surge yet (robust estimates give its
+/// first tick no weight) would otherwise restore the keep the guard just halved, and a
+/// burst of two ticks would grow a late queue under every plan. The next plan is free
+/// again. A plan that sheds is left alone: its feedback holds the latency, and a guard
+/// taking its place would hide the model's error from it. Only random query drops are
+/// held (a semantic or window rule is a different shape of keep); `streams[q]` is query
+/// `q`'s stream.
+pub(super) fn hold_guard_cuts(
+    engine: &Engine,
+    p: &mut ShedPlan,
+    cut: &[(f64, u32)],
+    streams: &[usize],
+) {
+    if p.shedding || cut.iter().all(|c| c.1 == 0) {
+        return;
+    }
+    let rules = engine.drop_rules();
+    for (q, &(_, n)) in cut.iter().enumerate() {
+        let (Some(drop), Some(DropRule::Random { keep: guarded })) =
+            (p.queries.get_mut(q), rules.queries.get(q))
+        else {
+            continue;
+        };
+        if n == 0 {
+            continue;
+        }
+        let planned = match *drop {
+            QueryDrop::KeepAll => 1.0,
+            QueryDrop::Random { keep } => keep,
+            _ => continue,
+        };
+        if planned > *guarded {
+            *drop = QueryDrop::Random { keep: *guarded };
+            let stream = streams.get(q).and_then(|&s| p.streams.get(s)).copied();
+            if let Some(d) = p.delivered.get_mut(q) {
+                *d = stream.unwrap_or(1.0) * guarded;
+            }
+            p.shedding = true;
+        }
+    }
+}
+
+/// Per query: the index of its stream.
+pub(super) fn streams_of(qos: &QosSnapshot) -> Vec<usize> {
+    qos.queries.iter().map(|q| q.stream).collect()
 }
 
 /// `rule` keeping half as much.
