@@ -59,6 +59,9 @@ pub struct Recorder {
     pub elapsed: Nanos,
     prev: Option<EngineSnapshot>,
     prev_at: Nanos,
+    /// Per query: tuples the last tick's plan thinned from its queue, which this tick's
+    /// ledger counts as dropped though they were offered before.
+    prev_thinned: Vec<u64>,
     /// Length of the first tick: rates of the short final tick are taken over this much.
     period: Nanos,
 }
@@ -134,7 +137,8 @@ impl Observer for Recorder {
                 None => (0, 0, 0, 0, None),
             };
             let offered = q.offered - offered0;
-            let dropped = q.dropped.iter().sum::<u64>() - dropped0;
+            let thinned = self.prev_thinned.get(qi).copied().unwrap_or(0);
+            let dropped = (q.dropped.iter().sum::<u64>() - dropped0).saturating_sub(thinned);
             let pct = rec.target.map_or(99.0, |t| t.1);
             self.ticks.push(TickRow {
                 at: tick.elapsed,
@@ -163,6 +167,7 @@ impl Observer for Recorder {
         }
         self.prev = Some(snap.clone());
         self.prev_at = tick.elapsed;
+        self.prev_thinned.clone_from(&r.thinned_queries);
         if tick.last {
             self.last = Some(snap.clone());
             self.elapsed = tick.elapsed;

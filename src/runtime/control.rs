@@ -38,6 +38,9 @@ pub struct ControlReport {
     pub query_keep: Vec<f64>,
     /// Queued tuples thinned to this plan's keep when it was installed (`thin.rs`).
     pub thinned: u64,
+    /// The same per query (empty when none were): counted as dropped in the next tick's
+    /// ledger, though offered at earlier ticks.
+    pub thinned_queries: Vec<u64>,
 }
 
 pub struct Controller {
@@ -231,10 +234,12 @@ impl Controller {
             Some(mut r) => {
                 r.qos = qos;
                 r.thinned = 0;
+                r.thinned_queries.clear();
                 r
             }
             None => ControlReport {
                 thinned: 0,
+                thinned_queries: Vec::new(),
                 plan: ShedPlan::keep_all(engine.stream_count(), engine.query_count()),
                 stream_keep: vec![1.0; engine.stream_count()],
                 query_keep: vec![1.0; engine.query_count()],
@@ -393,16 +398,19 @@ impl Controller {
                 QueryDrop::Semantic(s) => s.delivered,
             })
             .collect();
-        let mut thinned = 0;
+        let mut by_query = Vec::new();
         if !matches!(self.policy.params.kind, ShedKind::None | ShedKind::TailDrop) {
             engine.install(&rules);
-            thinned = self.thin_backlog(engine, &p, &streams_of(&qos), now);
+            by_query = self.thin_backlog(engine, &p, &streams_of(&qos), now);
         }
+        let thinned = by_query.iter().sum();
         let mut report = self.record(qos, p, stream_keep, query_keep);
         report.thinned = thinned;
         if let Some(last) = self.last.as_mut() {
             last.thinned = thinned;
+            last.thinned_queries.clone_from(&by_query);
         }
+        report.thinned_queries = by_query;
         report
     }
 }

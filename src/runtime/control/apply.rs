@@ -58,10 +58,18 @@ impl Controller {
         }
         // A semantic drop sheds the least valuable tuples first: its utility is the share
         // of value kept (from the plan), not the loss-tolerance graph at the share of
-        // tuples kept.
-        for ((q, d), u) in qos.queries.iter_mut().zip(&p.queries).zip(&p.utility) {
+        // tuples kept. On the tick a plan stops being semantic, the tick just measured ran
+        // under the semantic one: its utility is that plan's (the graph at the share of
+        // tuples it kept read 0.03 for a query that kept 98% of its value).
+        let before = self.last.as_ref().map(|r| &r.plan);
+        for (i, (q, d)) in qos.queries.iter_mut().zip(&p.queries).enumerate() {
             if matches!(d, QueryDrop::Semantic(_)) {
-                q.utility = *u;
+                q.utility = p.utility[i];
+            } else if let Some(b) = before
+                && matches!(b.queries.get(i), Some(QueryDrop::Semantic(_)))
+                && let Some(&u) = b.utility.get(i)
+            {
+                q.utility = u;
             }
         }
         for (i, q) in qos.queries.iter().enumerate() {
@@ -75,6 +83,7 @@ impl Controller {
         }
         let report = ControlReport {
             thinned: 0,
+            thinned_queries: Vec::new(),
             qos,
             plan: p,
             stream_keep,

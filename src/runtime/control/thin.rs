@@ -26,16 +26,17 @@ impl Controller {
     /// After installing `p` at `now`: when the queued work (every query's depth at its
     /// measured cost) reaches `AHEAD` of some query's target (`GUARD` under a semantic
     /// policy), or its oldest tuple has waited `GUARD` of it, thins that query's queue to the plan's keep (stream keep
-    /// times query keep; `streams[q]` is query `q`'s stream). Returns the tuples thinned.
+    /// times query keep; `streams[q]` is query `q`'s stream). Returns the tuples thinned,
+    /// per query (empty when none were).
     pub(super) fn thin_backlog(
         &mut self,
         engine: &mut Engine,
         p: &ShedPlan,
         streams: &[usize],
         now: Nanos,
-    ) -> u64 {
+    ) -> Vec<u64> {
         if matches!(self.policy.params.kind, ShedKind::None | ShedKind::TailDrop) || !p.shedding {
-            return 0;
+            return Vec::new();
         }
         let costs = &self.guard_costs;
         let backlog: f64 = engine
@@ -49,7 +50,7 @@ impl Controller {
         } else {
             AHEAD
         };
-        let mut thinned = 0;
+        let mut thinned = vec![0; p.queries.len()];
         for (q, (drop, &stream)) in p.queries.iter().zip(streams).enumerate() {
             let keep = match *drop {
                 QueryDrop::KeepAll => 1.0,
@@ -72,10 +73,13 @@ impl Controller {
             if late && goal < 1.0 {
                 let n = engine.thin_queued(q, goal, LEAST_CUT);
                 self.monitor.note_thinned(q, n);
-                thinned += n;
+                thinned[q] = n;
             }
         }
-        self.thinned += thinned;
+        self.thinned += thinned.iter().sum::<u64>();
+        if thinned.iter().all(|&n| n == 0) {
+            thinned.clear();
+        }
         thinned
     }
 }

@@ -185,6 +185,17 @@ pub fn merge_reports(
     };
     ControlReport {
         thinned: reports.iter().map(|r| r.thinned).sum(),
+        thinned_queries: (0..reports
+            .iter()
+            .map(|r| r.thinned_queries.len())
+            .max()
+            .unwrap_or(0))
+            .map(|q| {
+                (reports.iter())
+                    .map(|r| r.thinned_queries.get(q).copied().unwrap_or(0))
+                    .sum()
+            })
+            .collect(),
         plan: merge_plan(&plans, reports),
         stream_keep: low(|r| &r.stream_keep),
         query_keep: low(|r| &r.query_keep),
