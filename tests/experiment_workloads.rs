@@ -141,7 +141,15 @@ fn fairness_puts_the_loss_on_the_light_query() {
 #[test]
 fn window_aware_emits_fewer_windows_all_exact() {
     let o = run("workloads/window-aware.yaml", 4, 1);
-    assert!(holds(&o, "random") && holds(&o, "window-aware"));
+    assert!(holds(&o, "random"));
+    // Window-aware keeps the window open when its rule came in whole (it may hold tuples
+    // admitted before): at 2x from the start, [0, 1 s) is 2 s of work and is emitted 1 s
+    // late. That one second is over target (of the 4 s run here; 1 of 10 in the full
+    // workload), and none after it. Before the time of shed rows closed windows, the
+    // lateness was hidden (170.9 ms reported).
+    let over = get(&o, "window-aware", "per_page", "over_target_share");
+    assert!(over > 0.0 && over <= 0.2, "over target {over}");
+    assert!(get(&o, "window-aware", "per_page", "longest_over_s") <= 1.0);
     assert_eq!(get(&o, "random", "per_page", "missing_rows"), 0.0);
     assert!(get(&o, "random", "per_page", "rel_error_mean") > 0.0);
     assert_eq!(get(&o, "window-aware", "per_page", "rel_error_max"), 0.0);

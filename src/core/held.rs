@@ -158,6 +158,7 @@ mod tests {
             value_keep: 1.0,
             time: None,
             prefiltered: false,
+            advance: Default::default(),
         }
     }
 

@@ -33,6 +33,66 @@ pub struct Queued {
     /// Every row passed the query's indexed conjunct at ingest (shared evaluation): the
     /// pipeline runs only the rest of its filter (`Pipeline::set_residual`).
     pub prefiltered: bool,
+    /// The event time of rows lost on the way to this query after this item's rows, shed
+    /// or refused by a full queue (`Pipeline::lost_time`): the watermark moves by it once
+    /// the item's rows are processed.
+    pub advance: LostTime,
+}
+
+/// Event times (each with the arrival of the row holding it) that rows lost before they
+/// reached a query still tell, in stream order: `latest`, and before it each time that
+/// closed windows `latest` would have closed later (so each window is due at the arrival
+/// of the first row that completed it, for its latency). Allocates only for a backlog
+/// that spans window ends.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct LostTime {
+    earlier: Vec<(i64, Nanos)>,
+    latest: Option<(i64, Nanos)>,
+}
+
+impl LostTime {
+    pub fn at(time: Option<(i64, Nanos)>) -> LostTime {
+        LostTime {
+            earlier: Vec::new(),
+            latest: time,
+        }
+    }
+
+    pub fn is_none(&self) -> bool {
+        self.latest.is_none()
+    }
+
+    /// Adds `time`, lost after the times held. `crosses(a, b)`: a window end lies past
+    /// time `a` up to time `b` (`Pipeline::crosses`); if none does, `time` moves the
+    /// watermark on but closes what the latest time held closes, due at its arrival.
+    pub fn push(&mut self, time: (i64, Nanos), crosses: impl Fn(i64, i64) -> bool) {
+        match self.latest {
+            None => self.latest = Some(time),
+            Some(last) if time.0 <= last.0 => {}
+            Some(last) if crosses(last.0, time.0) => {
+                self.earlier.push(last);
+                self.latest = Some(time);
+            }
+            Some(last) => self.latest = Some((time.0, last.1)),
+        }
+    }
+
+    /// Appends `later`'s times after these.
+    pub fn append(&mut self, later: LostTime) {
+        let Some(l) = later.latest else {
+            return;
+        };
+        if let Some(mine) = self.latest.take() {
+            self.earlier.push(mine);
+        }
+        self.earlier.extend(later.earlier);
+        self.latest = Some(l);
+    }
+
+    /// The times in stream order.
+    pub fn times(&self) -> impl Iterator<Item = (i64, Nanos)> + '_ {
+        self.earlier.iter().copied().chain(self.latest)
+    }
 }
 
 impl Queued {
@@ -103,6 +163,7 @@ impl InputQueue {
     pub fn coalesce(&mut self, item: &Queued, held: &mut Held, limit: usize, paced: bool) -> bool {
         item.prefiltered
             && item.time.is_none()
+            && item.advance.is_none()
             && self.coalesce_rows(
                 &item.batch,
                 item.sel.as_deref(),
@@ -182,22 +243,52 @@ impl InputQueue {
     /// Thins the queued items in place: `f` may narrow an item's selection (to none)
     /// and lower its keep; an item left empty leaves the queue. The tuple count and
     /// `held` stay exact. Returns the tuples that left.
-    pub fn thin(&mut self, held: &mut Held, mut f: impl FnMut(&mut Queued)) -> usize {
+    /// The time an item left empty must tell (`Queued::advance`) goes to the next item
+    /// kept (after its rows: they are not judged late by it), or after the newest when
+    /// none follows; with no item left it is returned, for the caller to move the
+    /// watermark at once.
+    pub fn thin(&mut self, held: &mut Held, mut f: impl FnMut(&mut Queued)) -> (usize, LostTime) {
         let before = self.tuples;
         let mut tuples = 0;
+        let mut carry = LostTime::default();
         self.batches.retain_mut(|item| {
             let bytes = selection_bytes(item);
             f(item);
             held.reselect(bytes, selection_bytes(item));
             if item.is_empty() {
+                carry.append(std::mem::take(&mut item.advance));
                 held.release(item);
                 return false;
+            }
+            if !carry.is_none() {
+                carry.append(std::mem::take(&mut item.advance));
+                item.advance = std::mem::take(&mut carry);
             }
             tuples += item.len();
             true
         });
+        if let Some(newest) = self.batches.back_mut() {
+            newest.advance.append(std::mem::take(&mut carry));
+        }
         self.tuples = tuples;
-        before - tuples
+        (before - tuples, carry)
+    }
+
+    /// Adds `time` to what the newest queued item tells (`Queued::advance`); hands it back
+    /// when the queue is empty (nothing waits to be processed before it: the caller moves
+    /// the watermark at once). `crosses` as for `LostTime::push`.
+    pub fn advance_newest(
+        &mut self,
+        time: (i64, Nanos),
+        crosses: impl Fn(i64, i64) -> bool,
+    ) -> Option<(i64, Nanos)> {
+        match self.batches.back_mut() {
+            Some(newest) => {
+                newest.advance.push(time, crosses);
+                None
+            }
+            None => Some(time),
+        }
     }
 
     /// Changes the bound (tail-drop policies use a small one); queued tuples stay.
@@ -250,6 +341,7 @@ mod tests {
             value_keep: 1.0,
             time: None,
             prefiltered: true,
+            advance: LostTime::default(),
         }
     }
 

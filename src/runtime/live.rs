@@ -198,6 +198,10 @@ pub fn run_live_managed(
         } else if all_done {
             break;
         } else {
+            // Results no turn handed out (windows the time of shed rows closed): now.
+            if engine.has_results() {
+                emit(&mut engine, outputs, &clock, &mut spent, observers, since);
+            }
             wait_for_input(&links, Duration::from_millis(1));
         }
         if since >= next_tick {

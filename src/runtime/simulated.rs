@@ -297,19 +297,17 @@ pub fn run_simulated_script(
             }
             engine.record_busy(turn.query, busy);
             now += ((busy as f64 / cores).round() as Nanos).max(1);
-            engine.emit(now, &mut |e: &Emitted<'_>| {
-                // Queries added by a script grow the set as the run goes.
-                if e.index >= rows.len() {
-                    rows.resize(e.index + 1, 0);
-                }
-                rows[e.index] += e.batch.len() as u64;
-                on_emit(e)
-            });
+            hand_out(&mut engine, now, &mut rows, &mut on_emit);
             charge_rows(&mut engine, &mut rows, &mut now);
             if let Some(c) = controller.as_deref_mut() {
                 c.guard(&mut engine, now);
             }
         } else if generated_to < duration {
+            // Results no turn handed out (windows the time of shed rows closed): now.
+            if engine.has_results() {
+                hand_out(&mut engine, now, &mut rows, &mut on_emit);
+                charge_rows(&mut engine, &mut rows, &mut now);
+            }
             // Nothing queued: jump to the next event (`idle.rs`), folding ticks at rest.
             let next_at = |s: &Source| {
                 let limit = s.spec.count.unwrap_or(u64::MAX);
@@ -352,14 +350,7 @@ pub fn run_simulated_script(
             }
             caught_up += 1;
             engine.tick(next_tick.min(now), |_| generated_to);
-            engine.emit(now, &mut |e: &Emitted<'_>| {
-                // Queries added by a script grow the set as the run goes.
-                if e.index >= rows.len() {
-                    rows.resize(e.index + 1, 0);
-                }
-                rows[e.index] += e.batch.len() as u64;
-                on_emit(e)
-            });
+            hand_out(&mut engine, now, &mut rows, &mut on_emit);
             charge_rows(&mut engine, &mut rows, &mut now);
             if let Some(c) = controller.as_deref_mut() {
                 let report = c.tick(&mut engine, next_tick, w);
@@ -419,4 +410,22 @@ pub fn run_simulated_script(
         summary,
         turns,
     }
+}
+
+/// Hands the engine's pending results to `on_emit` as emitted at `now`, counting each
+/// query's rows in `rows` (what `charge_rows` charges).
+fn hand_out(
+    engine: &mut Engine,
+    now: Nanos,
+    rows: &mut Vec<u64>,
+    on_emit: &mut impl FnMut(&Emitted<'_>),
+) {
+    engine.emit(now, &mut |e: &Emitted<'_>| {
+        // Queries added by a script grow the set as the run goes.
+        if e.index >= rows.len() {
+            rows.resize(e.index + 1, 0);
+        }
+        rows[e.index] += e.batch.len() as u64;
+        on_emit(e)
+    });
 }

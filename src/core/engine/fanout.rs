@@ -16,7 +16,9 @@ use crate::core::held::Held;
 use crate::core::ingest::{add, diff, loss_kind, observe, share_left};
 use crate::core::operators::{LossKind, Pipeline, TimeSpans};
 use crate::core::plan::TimeSource;
-use crate::core::queue::Queued;
+use crate::core::queue::{LostTime, Queued};
+use crate::core::rows::Rows;
+use crate::core::schema::Nanos;
 use crate::core::shard::RoutedTime;
 
 impl Engine {
@@ -127,6 +129,8 @@ impl Engine {
         let stream_loss = loss_kind(&stream_shed, stream_keep);
         s.shared.route(&batch);
         let (types, empty) = (&s.types, &s.empty);
+        // The batch as offered to the stream's drop point: the time its lost rows tell.
+        let as_offered: &Batch = offered.as_deref().unwrap_or(&batch);
         for &qi in &s.readers {
             let q = &mut self.queries[qi];
             q.stats.offered += n;
@@ -136,6 +140,9 @@ impl Engine {
                     .note_lost_spanned(o, &self.stream_sel, kind, &mut offered_spans);
             }
             if batch.is_empty() {
+                if q.tell_lost_time(lost_time(q, as_offered, time.as_ref())) {
+                    self.unemitted.insert(qi);
+                }
                 continue;
             }
             // Shared evaluation: only the rows the query's indexed conjunct passes go on;
@@ -190,6 +197,16 @@ impl Engine {
             };
             let query_shed = diff(&q.drop.dropped, &before);
             let kept_rows = kept_sel.as_ref().map_or(kept.len(), Vec::len);
+            // Rows lost on the way still tell the time, after the rows kept (a batch split
+            // by shard carries its own, `RoutedTime`).
+            let advance = if kept_rows < n as usize && kept_time.is_none() {
+                lost_time(q, as_offered, time.as_ref())
+            } else {
+                None
+            };
+            if kept_rows == 0 && q.tell_lost_time(advance) {
+                self.unemitted.insert(qi);
+            }
             if kept_rows < batch.len()
                 && let Some(kind) = loss_kind(&query_shed, q.drop.random_keep())
             {
@@ -207,6 +224,7 @@ impl Engine {
                     * share_left(batch.len() as u64, &query_shed),
                 time: kept_time,
                 prefiltered,
+                advance: LostTime::at(advance),
             };
             add(&mut q.stats.dropped, &query_shed);
             // A member's rows join its newest queued batch when it is behind (`coalesce`).
@@ -263,8 +281,52 @@ pub(super) fn enqueue(q: &mut QueryState, item: Queued, held: &mut Held, paced: 
             q.stats.dropped[DropReason::QueueFull.index()] += len;
             if q.pipeline.is_windowed() {
                 note_all_lost(&mut q.pipeline, &item);
+                let time = match &item.time {
+                    Some(t) => q.pipeline.by_event_time().then_some(t.tail),
+                    None => q.pipeline.lost_time(Rows::all(&item.batch)),
+                };
+                // A full queue holds an item: the times go after it, nothing waits.
+                for t in item.advance.times().chain(time) {
+                    let now = q.tell_lost_time(Some(t));
+                    debug_assert!(!now, "a refused item leaves a queued one");
+                }
             }
             false
+        }
+    }
+}
+
+/// The time rows of `whole` (a batch as offered) that `q` lost still tell
+/// (`Pipeline::lost_time`): with `time` (a batch split by shard), its tail.
+fn lost_time(
+    q: &QueryState,
+    whole: &Batch,
+    time: Option<&Arc<RoutedTime>>,
+) -> Option<(i64, Nanos)> {
+    match time {
+        Some(t) => q.pipeline.by_event_time().then_some(t.tail),
+        None => q.pipeline.lost_time(Rows::all(whole)),
+    }
+}
+
+impl QueryState {
+    /// Tells the pipeline the time of rows it lost (`lost_time`): after the newest queued
+    /// item, or at once with nothing queued. True when that may have closed windows (the
+    /// results wait in `out`).
+    fn tell_lost_time(&mut self, time: Option<(i64, Nanos)>) -> bool {
+        let Some(time) = time else {
+            return false;
+        };
+        let pipeline = &self.pipeline;
+        match self
+            .queue
+            .advance_newest(time, |a, b| pipeline.crosses(a, b))
+        {
+            None => false,
+            Some(time) => {
+                self.pipeline.advance_time(time, &mut self.out);
+                !self.out.is_empty()
+            }
         }
     }
 }

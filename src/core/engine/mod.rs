@@ -114,6 +114,7 @@ impl QueryState {
                 &mut self.out,
             );
         }
+        self.pipeline.advance_lost(&item.advance, &mut self.out);
         tuples
     }
 }

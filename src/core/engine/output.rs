@@ -103,6 +103,12 @@ impl Engine {
         }
     }
 
+    /// Whether some query may hold results not yet emitted (a window closed by the time
+    /// of shed rows has no turn of its own to hand them out after).
+    pub fn has_results(&self) -> bool {
+        !self.unemitted.is_empty()
+    }
+
     /// Hands every pending result to `sink` as emitted at `now`, recording its latency,
     /// in query order. Visits only the queries that may have results.
     pub fn emit(&mut self, now: Nanos, mut sink: impl FnMut(&Emitted<'_>)) {

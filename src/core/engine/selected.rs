@@ -62,6 +62,7 @@ impl Engine {
                 value_keep: 1.0,
                 time: Some(Arc::clone(time)),
                 prefiltered: false,
+                advance: Default::default(),
             };
             if enqueue(q, item, &mut self.held, s.pulled) {
                 self.queued.insert(qi);

@@ -33,7 +33,7 @@ impl Engine {
         let (drop, pipeline) = (&mut st.drop, &mut st.pipeline);
         let (scratch, spare) = (&mut self.sel, &mut self.spare_sels);
         let windowed = pipeline.is_windowed();
-        let gone = st.queue.thin(&mut self.held, |item| {
+        let (gone, left) = st.queue.thin(&mut self.held, |item| {
             if item.time.is_some() || item.prefiltered || item.keep <= 0.0 {
                 return;
             }
@@ -48,6 +48,9 @@ impl Engine {
                 return;
             }
             if windowed {
+                if let Some(t) = pipeline.lost_time(item.rows()) {
+                    item.advance.push(t, |a, b| pipeline.crosses(a, b));
+                }
                 let kind = if f > 0.0 && item.value_keep >= 1.0 {
                     LossKind::Scaled
                 } else {
@@ -85,6 +88,11 @@ impl Engine {
             }
             item.keep *= f;
         });
+        // Every queued item thinned away: the time they told moves the watermark now.
+        if !left.is_none() {
+            st.pipeline.advance_lost(&left, &mut st.out);
+            self.unemitted.insert(q);
+        }
         st.stats.dropped[DropReason::ShedRandom.index()] += gone as u64;
         gone as u64
     }

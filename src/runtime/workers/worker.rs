@@ -210,6 +210,9 @@ impl Worker<'_> {
                 }
             } else if finishing {
                 break;
+            } else if engine.has_results() {
+                // Results no turn handed out (windows the time of shed rows closed).
+                send_rows(&out, &mut engine, clock.now());
             }
         }
         if !aborted {

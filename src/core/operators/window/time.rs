@@ -47,8 +47,15 @@ impl WindowAggregate {
 
     /// `advance` over the rows `rows` sees.
     pub fn advance_rows(&mut self, rows: Rows<'_>, out: &mut impl GroupSink) {
+        if let Some((t, arrival)) = self.latest(rows) {
+            self.advance_to(t, arrival, out);
+        }
+    }
+
+    /// The largest time among `rows` and the arrival of the last row holding it (what
+    /// `max_by_key` picks); `None` for no rows.
+    pub fn latest(&self, rows: Rows<'_>) -> Option<(i64, Nanos)> {
         let times = self.times(rows.batch);
-        // The last row holding the largest time (what `max_by_key` picks), for its arrival.
         let mut best: Option<(usize, i64)> = None;
         for pos in 0..rows.len() {
             let r = rows.row(pos);
@@ -56,10 +63,18 @@ impl WindowAggregate {
                 best = Some((r, times[r]));
             }
         }
-        let Some((row, t)) = best else {
-            return;
-        };
-        self.advance_to(t, rows.batch.arrival[row], out);
+        best.map(|(row, t)| (t, rows.batch.arrival[row]))
+    }
+
+    /// Whether a window ends past what time `a` closes, up to what time `b` closes.
+    pub fn crosses(&self, a: i64, b: i64) -> bool {
+        let lateness = self.plan.lateness;
+        self.next_end_after(a.saturating_sub(lateness)) <= b.saturating_sub(lateness)
+    }
+
+    /// Whether windows are assigned by a column of the input (event time), not arrival.
+    pub fn by_event_time(&self) -> bool {
+        self.plan.time != TimeSource::Arrival
     }
 
     /// The times windows are assigned by, one per row of `batch`.
