@@ -14,6 +14,8 @@ use super::rows::Rows;
 use super::schema::Nanos;
 use super::shard::RoutedTime;
 
+pub use super::lost_time::LostTime;
+
 /// A queued batch and the probability with which its tuples survived random drops (what
 /// Horvitz-Thompson scaling divides by; 1 when nothing was dropped at random).
 #[derive(Clone, Debug)]
@@ -37,62 +39,6 @@ pub struct Queued {
     /// or refused by a full queue (`Pipeline::lost_time`): the watermark moves by it once
     /// the item's rows are processed.
     pub advance: LostTime,
-}
-
-/// Event times (each with the arrival of the row holding it) that rows lost before they
-/// reached a query still tell, in stream order: `latest`, and before it each time that
-/// closed windows `latest` would have closed later (so each window is due at the arrival
-/// of the first row that completed it, for its latency). Allocates only for a backlog
-/// that spans window ends.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct LostTime {
-    earlier: Vec<(i64, Nanos)>,
-    latest: Option<(i64, Nanos)>,
-}
-
-impl LostTime {
-    pub fn at(time: Option<(i64, Nanos)>) -> LostTime {
-        LostTime {
-            earlier: Vec::new(),
-            latest: time,
-        }
-    }
-
-    pub fn is_none(&self) -> bool {
-        self.latest.is_none()
-    }
-
-    /// Adds `time`, lost after the times held. `crosses(a, b)`: a window end lies past
-    /// time `a` up to time `b` (`Pipeline::crosses`); if none does, `time` moves the
-    /// watermark on but closes what the latest time held closes, due at its arrival.
-    pub fn push(&mut self, time: (i64, Nanos), crosses: impl Fn(i64, i64) -> bool) {
-        match self.latest {
-            None => self.latest = Some(time),
-            Some(last) if time.0 <= last.0 => {}
-            Some(last) if crosses(last.0, time.0) => {
-                self.earlier.push(last);
-                self.latest = Some(time);
-            }
-            Some(last) => self.latest = Some((time.0, last.1)),
-        }
-    }
-
-    /// Appends `later`'s times after these.
-    pub fn append(&mut self, later: LostTime) {
-        let Some(l) = later.latest else {
-            return;
-        };
-        if let Some(mine) = self.latest.take() {
-            self.earlier.push(mine);
-        }
-        self.earlier.extend(later.earlier);
-        self.latest = Some(l);
-    }
-
-    /// The times in stream order.
-    pub fn times(&self) -> impl Iterator<Item = (i64, Nanos)> + '_ {
-        self.earlier.iter().copied().chain(self.latest)
-    }
 }
 
 impl Queued {
