@@ -70,9 +70,15 @@ impl Controller {
         late.clear();
         let rates = &self.guard_rates;
         let cut_before = &self.guard_cut;
-        // Cut already in this tick: again only when that cut was not enough.
+        // Cut already in this tick: again only when that cut was not enough, and only
+        // while not shedding yet (once shedding, the feedback holds the line: live, re-cuts
+        // while shedding took 7x-hop, step and ramp from 0 to 1 second of 60 over target,
+        // with the engine less busy).
+        let shedding = self.state.shedding();
         let may_cut = |q: usize| match cut_before.get(q) {
-            Some(&(at, n)) if n > 0 => n < MAX_CUTS && at > 0.0 && backlog >= REGROWN * at,
+            Some(&(at, n)) if n > 0 => {
+                !shedding && n < MAX_CUTS && at > 0.0 && backlog >= REGROWN * at
+            }
             _ => true,
         };
         // Early (`AHEAD`) only while not shedding yet: the surge a plan has not met. Once
