@@ -197,17 +197,11 @@ impl Engine {
             };
             let query_shed = diff(&q.drop.dropped, &before);
             let kept_rows = kept_sel.as_ref().map_or(kept.len(), Vec::len);
-            // Rows lost on the way still tell the time (a batch split by shard carries its
-            // own, `RoutedTime`). Only when none was kept: the rows a partial keep kept
-            // move the watermark to within a batch's span of where the lost ones would,
-            // and a pass over every shed batch for every event-time reader cost the live
-            // 7x check a tenth of its ingest.
-            let advance = if kept_rows == 0 && kept_time.is_none() {
-                lost_time(q, as_offered, time.as_ref())
-            } else {
-                None
-            };
-            if kept_rows == 0 && q.tell_lost_time(advance) {
+            // Rows lost on the way still tell the time. Only when none was kept: the rows
+            // a partial keep kept move the watermark to within a batch's span of where the
+            // lost ones would, and a pass over every shed batch for every event-time
+            // reader cost the live 7x check a tenth of its ingest.
+            if kept_rows == 0 && q.tell_lost_time(lost_time(q, as_offered, time.as_ref())) {
                 self.unemitted.insert(qi);
             }
             if kept_rows < batch.len()
@@ -227,7 +221,7 @@ impl Engine {
                     * share_left(batch.len() as u64, &query_shed),
                 time: kept_time,
                 prefiltered,
-                advance: LostTime::at(advance),
+                advance: LostTime::default(),
             };
             add(&mut q.stats.dropped, &query_shed);
             // A member's rows join its newest queued batch when it is behind (`coalesce`).
