@@ -95,6 +95,8 @@ pub fn run_live_managed(
     let shedding_policy = info.shedding_policy;
     let mut manager = Manager::new(workload, &policy);
     observers.event(Event::RunStarted(info));
+    // Windows that lost rows close are timed after each ingest and charged to their query.
+    engine.set_lost_deferred(true);
     // Live capacity: one engine thread.
     let mut controller = Controller::new(
         workload,
@@ -149,7 +151,8 @@ pub fn run_live_managed(
             observers,
             since,
         );
-        engine.record_overhead(clock.now() - t0);
+        let closing = engine.close_lost(|| clock.now());
+        engine.record_overhead(clock.now() - t0 - closing);
         while let Some(c) = script.next_if(|c| c.at <= since) {
             let now = clock.now();
             let added = match &c.command {

@@ -13,6 +13,7 @@ use super::{Engine, QueryState, shared};
 use crate::core::batch::Batch;
 use crate::core::drop::DropReason;
 use crate::core::held::Held;
+use crate::core::indexset::IndexSet;
 use crate::core::ingest::{add, diff, loss_kind, observe, share_left};
 use crate::core::operators::{LossKind, Pipeline, TimeSpans};
 use crate::core::plan::TimeSource;
@@ -140,8 +141,9 @@ impl Engine {
                     .note_lost_spanned(o, &self.stream_sel, kind, &mut offered_spans);
             }
             if batch.is_empty() {
-                if q.tell_lost_time(lost_time(q, as_offered, time.as_ref())) {
-                    self.unemitted.insert(qi);
+                if q.tell_lost_time(lost_time(q, as_offered, time.as_ref()), self.defer_lost) {
+                    set_for(self.defer_lost, &mut self.lost_pending, &mut self.unemitted)
+                        .insert(qi);
                 }
                 continue;
             }
@@ -201,8 +203,10 @@ impl Engine {
             // a partial keep kept move the watermark to within a batch's span of where the
             // lost ones would, and a pass over every shed batch for every event-time
             // reader cost the live 7x check a tenth of its ingest.
-            if kept_rows == 0 && q.tell_lost_time(lost_time(q, as_offered, time.as_ref())) {
-                self.unemitted.insert(qi);
+            if kept_rows == 0
+                && q.tell_lost_time(lost_time(q, as_offered, time.as_ref()), self.defer_lost)
+            {
+                set_for(self.defer_lost, &mut self.lost_pending, &mut self.unemitted).insert(qi);
             }
             if kept_rows < batch.len()
                 && let Some(kind) = loss_kind(&query_shed, q.drop.random_keep())
@@ -284,7 +288,7 @@ pub(super) fn enqueue(q: &mut QueryState, item: Queued, held: &mut Held, paced: 
                 };
                 // A full queue holds an item: the times go after it, nothing waits.
                 for t in item.advance.times().chain(time) {
-                    let now = q.tell_lost_time(Some(t));
+                    let now = q.tell_lost_time(Some(t), false);
                     debug_assert!(!now, "a refused item leaves a queued one");
                 }
             }
@@ -306,11 +310,22 @@ fn lost_time(
     }
 }
 
+/// Where a query that `tell_lost_time` answered true goes: held back for `close_lost`
+/// (`defer`), or due for `emit`.
+fn set_for<'a>(
+    defer: bool,
+    pending: &'a mut IndexSet,
+    unemitted: &'a mut IndexSet,
+) -> &'a mut IndexSet {
+    if defer { pending } else { unemitted }
+}
+
 impl QueryState {
     /// Tells the pipeline the time of rows it lost (`lost_time`): after the newest queued
-    /// item, or at once with nothing queued. True when that may have closed windows (the
-    /// results wait in `out`).
-    fn tell_lost_time(&mut self, time: Option<(i64, Nanos)>) -> bool {
+    /// item, or with nothing queued at once (or, with `defer`, held in `pending` for
+    /// `Engine::close_lost`). True when that may have closed windows (the results wait in
+    /// `out`), or with `defer` when a time was held back.
+    fn tell_lost_time(&mut self, time: Option<(i64, Nanos)>, defer: bool) -> bool {
         let Some(time) = time else {
             return false;
         };
@@ -320,7 +335,13 @@ impl QueryState {
             .advance_newest(time, |a, b| pipeline.crosses(a, b))
         {
             None => false,
+            Some(time) if defer => {
+                let pipeline = &self.pipeline;
+                self.pending.push(time, |a, b| pipeline.crosses(a, b));
+                true
+            }
             Some(time) => {
+                self.settle_pending();
                 self.pipeline.advance_time(time, &mut self.out);
                 !self.out.is_empty()
             }

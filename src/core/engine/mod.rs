@@ -38,7 +38,7 @@ use super::indexset::IndexSet;
 pub use super::ingest::{DropRules, ValueObserver};
 use super::ingest::{mix, observe_rows};
 use super::operators::{Output, Pipeline, ResultApprox};
-use super::queue::{InputQueue, Queued};
+use super::queue::{InputQueue, LostTime, Queued};
 use super::recycle::BatchRing;
 use super::scheduler::{QueueView, Scheduler, SchedulerKind};
 use super::schema::{DataType, Nanos};
@@ -89,6 +89,10 @@ struct QueryState {
     processed_values: Option<ValueObserver>,
     /// Removed from the run: no input, never scheduled, ledger frozen (a tombstone).
     removed: bool,
+    /// Times of rows lost while nothing was queued, not yet told to the pipeline (live
+    /// runtimes defer them to `Engine::close_lost`, which charges the closing to the
+    /// query's busy time); always before every queued item's rows.
+    pending: LostTime,
 }
 
 impl QueryState {
@@ -97,6 +101,7 @@ impl QueryState {
     /// the predicate index evaluated) becomes the result, not a copy of it.
     fn process(&mut self, item: &mut Queued) -> usize {
         let tuples = item.len();
+        self.settle_pending();
         let whole = item.prefiltered && item.sel.is_none() && item.time.is_none();
         if whole
             && self.out.is_empty()
@@ -116,6 +121,14 @@ impl QueryState {
         }
         self.pipeline.advance_lost(&item.advance, &mut self.out);
         tuples
+    }
+
+    /// Tells the pipeline the lost times held back (`pending`), closing what they complete.
+    fn settle_pending(&mut self) {
+        if !self.pending.is_none() {
+            let pending = std::mem::take(&mut self.pending);
+            self.pipeline.advance_lost(&pending, &mut self.out);
+        }
     }
 }
 
@@ -150,6 +163,11 @@ pub struct Engine {
     queued: IndexSet,
     /// Every query with unemitted results (maybe more): what `emit` visits.
     unemitted: IndexSet,
+    /// Every query holding lost times back (`QueryState::pending`): what `close_lost` visits.
+    lost_pending: IndexSet,
+    /// Lost times that find a query's queue empty wait for `close_lost` (live runtimes,
+    /// which time it) instead of closing windows inside `ingest`.
+    defer_lost: bool,
     names: Vec<Vec<String>>,
     sel: Vec<u32>,
     /// Rows the stream's drop point kept of the batch being ingested.
@@ -201,6 +219,8 @@ impl Engine {
             views: Vec::new(),
             queued: IndexSet::new(),
             unemitted: IndexSet::new(),
+            lost_pending: IndexSet::new(),
+            defer_lost: false,
             names: Vec::new(),
             sel: Vec::new(),
             stream_sel: Vec::new(),
@@ -254,6 +274,7 @@ impl Engine {
             stats: QueryStats::default(),
             processed_values: None,
             removed: false,
+            pending: LostTime::default(),
             def,
         });
         Ok(qi)

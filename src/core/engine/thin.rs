@@ -90,6 +90,7 @@ impl Engine {
         });
         // Every queued item thinned away: the time they told moves the watermark now.
         if !left.is_none() {
+            st.settle_pending();
             st.pipeline.advance_lost(&left, &mut st.out);
             self.unemitted.insert(q);
         }

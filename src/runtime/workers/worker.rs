@@ -136,6 +136,8 @@ impl Worker<'_> {
             .map(|(i, _)| i)
             .collect();
         let batch_size = w.engine.batch_size.max(1);
+        // Windows that lost rows close are timed after each ingest and charged to their query.
+        engine.set_lost_deferred(true);
         let mut finishing = false;
         let mut aborted = false;
         loop {
@@ -159,8 +161,14 @@ impl Worker<'_> {
                 }
             };
             match msg {
-                Some(ToWorker::Batch(s, b)) => engine.ingest_shared(s, b),
-                Some(ToWorker::Part(s, p)) => ingest_part(&mut engine, s, *p),
+                Some(ToWorker::Batch(s, b)) => {
+                    engine.ingest_shared(s, b);
+                    engine.close_lost(|| clock.now());
+                }
+                Some(ToWorker::Part(s, p)) => {
+                    ingest_part(&mut engine, s, *p);
+                    engine.close_lost(|| clock.now());
+                }
                 Some(ToWorker::Malformed(s, n)) => engine.record_malformed(s, n),
                 Some(ToWorker::Tick { at, frontiers }) => {
                     engine.tick_timed(at, |s| frontiers[s], || clock.now());
