@@ -147,6 +147,10 @@ pub struct QuerySnapshot {
     /// Windows that closed without a row because every tuple offered to them was lost
     /// (shed or queue-full): they are missing from the output, not empty.
     pub windows_lost: u64,
+    /// Windows window-aware shedding abandoned while open (a surge began): closed without
+    /// a row, since they kept only part of their rows (`drop::ABANDON_BELOW`). Counted in
+    /// `windows_lost` too.
+    pub windows_withheld: u64,
     pub results: u64,
     /// p50 and p99 result latency over the whole run (ns).
     pub p50: Nanos,

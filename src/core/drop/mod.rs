@@ -85,6 +85,9 @@ pub struct DropPoint {
     /// The window of the first tuple seen under `window`: it and earlier windows may hold
     /// tuples admitted before the rule, so they are kept whole.
     first_window: Option<i64>,
+    /// Windows abandoned while open (`window::ABANDON_BELOW`), not yet taken by the engine
+    /// (`take_abandoned`), which tells the query's window operator to withhold them.
+    abandoned: Vec<i64>,
     /// Per value bin of a semantic rule, its keep probability as an RNG threshold
     /// (computed once at install, not per tuple).
     thresholds: Vec<u64>,
@@ -152,6 +155,7 @@ impl DropPoint {
             window: None,
             opened: BTreeMap::new(),
             first_window: None,
+            abandoned: Vec::new(),
             thresholds: Vec::new(),
             dropped: [0; DropReason::COUNT],
         }

@@ -42,7 +42,23 @@ pub(super) fn key_hash(seed: u64, batch: &Batch, i: usize, key_columns: &[usize]
         .rotate_left(29)
 }
 
+/// A window open when the plan's keep falls below this share of the keep it opened with
+/// (1 for the first window under the rule, which may hold tuples admitted before it) is
+/// abandoned: its remaining rows are dropped and its window operator withholds it whole
+/// (`WindowAggregate::withhold`), so no emitted window is inexact and none holds the
+/// surge's backlog. Half: a window keeping twice what the machine can take now would
+/// come out a window late or more.
+pub const ABANDON_BELOW: f64 = 0.5;
+
 impl DropPoint {
+    /// The windows abandoned since the last call (`ABANDON_BELOW`), by start: the
+    /// query's window operator must withhold them.
+    pub fn take_abandoned(&mut self, mut each: impl FnMut(i64)) {
+        for start in self.abandoned.drain(..) {
+            each(start);
+        }
+    }
+
     /// Whether window decisions made earlier still bind some open window.
     pub(super) fn window_binding(&self) -> bool {
         self.window.is_some() && self.opened.values().any(|&k| k < 1.0)
@@ -62,13 +78,26 @@ impl DropPoint {
         let size = w.window.size.max(1);
         let start = t.div_euclid(size) * size;
         let first = *self.first_window.get_or_insert(start);
-        let keep = if start <= first {
+        let keep = if start < first {
             1.0
+        } else if start == first {
+            // It may hold tuples admitted before the rule: kept whole, unless abandoned.
+            *self.opened.get(&start).unwrap_or(&1.0)
         } else {
             *self.opened.entry(start).or_insert(keep_now)
         };
+        if start >= first && keep > 0.0 && keep_now < keep * ABANDON_BELOW {
+            // Its keep at opening is far more than the machine can take now (a surge
+            // began while it was open): abandoned whole rather than processed late.
+            self.opened.insert(start, 0.0);
+            self.abandoned.push(start);
+            return false;
+        }
         if keep >= 1.0 {
             return true;
+        }
+        if keep <= 0.0 {
+            return false;
         }
         let mut h = FxHasher::default();
         (self.seed, start).hash(&mut h);

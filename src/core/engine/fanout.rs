@@ -197,6 +197,9 @@ impl Engine {
                     (batch.clone(), Some(sel), time.clone())
                 }
             };
+            // Windows window-aware shedding abandoned: their operator withholds them.
+            q.drop
+                .take_abandoned(|start| q.pipeline.withhold_window(start));
             let query_shed = diff(&q.drop.dropped, &before);
             let kept_rows = kept_sel.as_ref().map_or(kept.len(), Vec::len);
             // Rows lost on the way still tell the time. Only when none was kept: the rows

@@ -50,6 +50,7 @@ pub(super) fn query_snapshot(q: &QueryState) -> QuerySnapshot {
         queued: q.queue.depth() as u64,
         late: q.pipeline.late(),
         windows_lost: q.pipeline.windows_lost(),
+        windows_withheld: q.pipeline.windows_withheld(),
         results: q.stats.results,
         p50: p50 as Nanos,
         p99: p99 as Nanos,

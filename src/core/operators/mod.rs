@@ -163,6 +163,21 @@ impl Pipeline {
         Output::new(&self.out_types)
     }
 
+    /// Withholds the window starting at `start` (`WindowAggregate::withhold`).
+    pub fn withhold_window(&mut self, start: i64) {
+        if let Body::Aggregate(a) = &mut self.body {
+            a.op.withhold(start);
+        }
+    }
+
+    /// Windows withheld whole because window-aware shedding abandoned them.
+    pub fn windows_withheld(&self) -> u64 {
+        match &self.body {
+            Body::Aggregate(a) => a.op.windows_withheld(),
+            Body::Project(_) => 0,
+        }
+    }
+
     /// Tuples dropped as late by a window operator.
     pub fn late(&self) -> u64 {
         match &self.body {

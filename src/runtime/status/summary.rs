@@ -64,7 +64,14 @@ pub fn summary(r: &RunSummary) -> String {
             },
             q.late,
         );
-        if q.windows_lost > 0 {
+        if q.windows_lost > 0 && q.windows_withheld > 0 {
+            let _ = writeln!(
+                s,
+                "    windows lost whole (no row): {}, {} of them abandoned in a surge (withheld: \
+                 they kept only part of their rows)",
+                q.windows_lost, q.windows_withheld
+            );
+        } else if q.windows_lost > 0 {
             let _ = writeln!(s, "    windows lost whole (no row): {}", q.windows_lost);
         }
         if q.shed() > 0 {

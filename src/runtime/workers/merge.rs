@@ -27,6 +27,7 @@ pub fn add_ledger(a: &mut QuerySnapshot, b: &QuerySnapshot) {
     a.queued += b.queued;
     a.late += b.late;
     a.windows_lost += b.windows_lost;
+    a.windows_withheld += b.windows_withheld;
     a.results += b.results;
     if a.processed_values.len() < b.processed_values.len() {
         a.processed_values.resize(b.processed_values.len(), 0);

@@ -60,6 +60,12 @@ impl WindowAggregate {
                 // Its slots are freed below: the newest window's cache must not name them.
                 self.hot.1.clear();
             }
+            if let Some(i) = self.withheld.iter().position(|&s| s == start) {
+                self.withheld.swap_remove(i);
+                slots.iter().for_each(|&slot| self.forget(slot));
+                out.window_closed(end);
+                continue;
+            }
             let due = self.due_for(end, due_override);
             let buf = out.buffer();
             for &slot in &slots {
@@ -71,6 +77,9 @@ impl WindowAggregate {
             buf.approx.pad(buf.rows.len());
             out.window_closed(end);
         }
+        // A withheld window that never held a row leaves nothing to close.
+        self.withheld
+            .retain(|&s| s.saturating_add(size) > closed_to);
         let buf = out.buffer();
         buf.approx.pad(buf.rows.len());
         // Crossing records older than every open window's end are no longer needed.
@@ -80,6 +89,22 @@ impl WindowAggregate {
             .map(|(s, _)| s.saturating_add(size))
             .unwrap_or(i64::MAX);
         self.prune_due(first_open_end);
+    }
+
+    /// Withholds the tumbling window starting at `start` (abandoned by window-aware
+    /// shedding, `drop::ABANDON_BELOW`): it closes without a row, since the rows it kept
+    /// are only part of those it should have. Nothing for a window already closed.
+    pub fn withhold(&mut self, start: i64) {
+        let end = start.saturating_add(self.plan.window.size);
+        if end > self.closed && !self.withheld.contains(&start) {
+            self.withheld.push(start);
+            self.windows_withheld += 1;
+        }
+    }
+
+    /// Windows withheld whole (`withhold`).
+    pub fn windows_withheld(&self) -> u64 {
+        self.windows_withheld
     }
 
     /// The end of the earliest open window that holds a tuple (`None`: none is open):

@@ -74,6 +74,10 @@ pub struct WindowAggregate {
     due: VecDeque<(i64, Nanos)>,
     next_due: i64,
     late: u64,
+    /// Starts of open tumbling windows to close without a row (`withhold`), and how many
+    /// windows were withheld so.
+    withheld: Vec<i64>,
+    windows_withheld: u64,
     /// Sliding windows only: the newest slice's start and its keys' slots. In-order input
     /// lands there, and a map of one slice's keys stays in cache where the map of every
     /// open (slice, key) group does not. Emptied when that slice is freed.
@@ -122,6 +126,8 @@ impl WindowAggregate {
             due: VecDeque::new(),
             next_due: i64::MIN,
             late: 0,
+            withheld: Vec::new(),
+            windows_withheld: 0,
             hot: (i64::MIN, HotKeys::new(plan.keys.len())),
             pairs: Vec::new(),
             encoded: vec![Vec::new(); plan.keys.len()],
