@@ -275,15 +275,7 @@ impl DropPoint {
                     }
                 }
             }
-            DropRule::Window(w) => {
-                for i in 0..n {
-                    if self.window_keeps(batch, i, w.keep) {
-                        sel.push(i as u32);
-                    } else {
-                        self.dropped[DropReason::ShedWindow.index()] += 1;
-                    }
-                }
-            }
+            DropRule::Window(w) => self.apply_window(batch, w.keep, sel),
         }
         self.rule = rule;
         if self.window.is_some() {

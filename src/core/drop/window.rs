@@ -7,7 +7,7 @@ use std::hash::{Hash, Hasher};
 
 use rustc_hash::FxHasher;
 
-use super::{DropPoint, DropRule, threshold};
+use super::{DropPoint, DropReason, DropRule, threshold};
 use crate::core::batch::{Batch, Column};
 use crate::core::datum::float_key_bits;
 use crate::core::plan::WindowSpec;
@@ -77,6 +77,49 @@ impl DropPoint {
         };
         let size = w.window.size.max(1);
         let start = t.div_euclid(size) * size;
+        let keep = self.window_keep(start, keep_now);
+        keep >= 1.0 || (keep > 0.0 && self.group_kept(start, keep, batch, i))
+    }
+
+    /// `window_keeps` for every row of `batch` under the installed rule (`keep_now`): the
+    /// kept rows into `sel`, the others counted. A window's keep is looked up once per run
+    /// of rows in it, not per row (the map lookup cost as much as the rest of the
+    /// decision), and a window kept whole or dropped whole costs no hash.
+    pub(super) fn apply_window(&mut self, batch: &Batch, keep_now: f64, sel: &mut Vec<u32>) {
+        let Some(w) = &self.window else {
+            sel.extend(0..batch.len() as u32);
+            return;
+        };
+        let size = w.window.size.max(1);
+        let times: &[i64] = match w.time_column.map(|c| &batch.columns[c]) {
+            Some(Column::Int(v)) => v,
+            Some(_) => {
+                sel.extend(0..batch.len() as u32);
+                return;
+            }
+            None => &batch.arrival,
+        };
+        let (mut start, mut end, mut keep) = (0, i64::MIN, 1.0);
+        let mut dropped = 0;
+        for (i, &t) in times.iter().enumerate() {
+            if t < start || t >= end {
+                start = t.div_euclid(size) * size;
+                end = start.saturating_add(size);
+                keep = self.window_keep(start, keep_now);
+            }
+            if keep >= 1.0 || (keep > 0.0 && self.group_kept(start, keep, batch, i)) {
+                sel.push(i as u32);
+            } else {
+                dropped += 1;
+            }
+        }
+        self.dropped[DropReason::ShedWindow.index()] += dropped;
+    }
+
+    /// The keep fraction of the window starting at `start`: the one in force when it
+    /// opened (`keep_now` if it opens now), 1 before the first window under the rule, 0
+    /// once abandoned (`ABANDON_BELOW`, which this decides).
+    fn window_keep(&mut self, start: i64, keep_now: f64) -> f64 {
         let first = *self.first_window.get_or_insert(start);
         let keep = if start < first {
             1.0
@@ -91,14 +134,17 @@ impl DropPoint {
             // began while it was open): abandoned whole rather than processed late.
             self.opened.insert(start, 0.0);
             self.abandoned.push(start);
-            return false;
+            return 0.0;
         }
-        if keep >= 1.0 {
+        keep
+    }
+
+    /// Whether row `i`'s (key, window) group is kept in the window starting at `start`
+    /// at `keep` (strictly between 0 and 1): a seeded hash of window and key.
+    fn group_kept(&self, start: i64, keep: f64, batch: &Batch, i: usize) -> bool {
+        let Some(w) = &self.window else {
             return true;
-        }
-        if keep <= 0.0 {
-            return false;
-        }
+        };
         let mut h = FxHasher::default();
         (self.seed, start).hash(&mut h);
         for &c in &w.key_columns {
