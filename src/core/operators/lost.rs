@@ -23,6 +23,16 @@ impl Pipeline {
         }
     }
 
+    /// The input column an event-time window reads its time from (`None`: no such
+    /// window). Pipelines on one stream that read the same column learn the same time
+    /// from a batch's lost rows (`lost_time`), so it is found once per batch for all.
+    pub fn event_time_column(&self) -> Option<usize> {
+        match &self.body {
+            Body::Aggregate(a) => a.op.event_time_column(),
+            Body::Project(_) => None,
+        }
+    }
+
     /// Whether windows are assigned by an input column (event time), not by arrival.
     pub fn by_event_time(&self) -> bool {
         matches!(&self.body, Body::Aggregate(a) if a.op.by_event_time())

@@ -72,6 +72,14 @@ impl WindowAggregate {
         self.next_end_after(a.saturating_sub(lateness)) <= b.saturating_sub(lateness)
     }
 
+    /// The input column windows are assigned by (`None`: arrival time).
+    pub fn event_time_column(&self) -> Option<usize> {
+        match self.plan.time {
+            TimeSource::Column(i) => Some(i),
+            TimeSource::Arrival => None,
+        }
+    }
+
     /// Whether windows are assigned by a column of the input (event time), not arrival.
     pub fn by_event_time(&self) -> bool {
         self.plan.time != TimeSource::Arrival
