@@ -8,11 +8,17 @@
 //! really held: every distinct batch once, from the first queue that takes it to the last
 //! that lets it go, plus each queued selection.
 //!
+//! Engine workers share one budget: each worker's `Held` counts its own queues, and adds
+//! the same bytes to a total all of them read (`share`), so a hot worker may hold more than
+//! its 1/N of `engine.queue_memory` while the others hold less. A batch two workers queue
+//! is counted by each (they queue it separately), as it was against their shares.
+//!
 //! Invariant: `bytes` is the sum, over the distinct batches in any queue, of their
 //! `Batch::heap_bytes` when first queued (plus what `regrow` added), plus 4 bytes per selected row of every queued
 //! selection; an item is released exactly once for each time it was held.
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use rustc_hash::FxHashMap;
 
@@ -28,6 +34,8 @@ pub struct Held {
     bytes: usize,
     peak: usize,
     budget: usize,
+    /// The bytes every worker sharing the budget holds (`share`), this one's included.
+    shared: Option<Arc<AtomicUsize>>,
 }
 
 fn key(batch: &Arc<Batch>) -> usize {
@@ -49,6 +57,22 @@ impl Held {
             bytes: 0,
             peak: 0,
             budget: budget.max(1),
+            shared: None,
+        }
+    }
+
+    /// Makes this account one of several against the same budget: what it holds (now and
+    /// later) is added to `total`, and the budget is checked against `total`.
+    pub fn share(&mut self, total: Arc<AtomicUsize>) {
+        total.fetch_add(self.bytes, Ordering::Relaxed);
+        self.shared = Some(total);
+    }
+
+    /// The bytes the budget is checked against: this account's, or every sharer's.
+    pub fn used(&self) -> usize {
+        match &self.shared {
+            Some(total) => total.load(Ordering::Relaxed),
+            None => self.bytes,
         }
     }
 
@@ -60,8 +84,9 @@ impl Held {
     pub fn hold(&mut self, item: &Queued, force: bool) -> bool {
         let sel = selection_bytes(item);
         let k = key(&item.batch);
+        let used = self.used();
         if let Some((refs, _)) = self.batches.get_mut(&k) {
-            if !force && self.bytes + sel > self.budget {
+            if !force && used + sel > self.budget {
                 return false;
             }
             *refs += 1;
@@ -69,7 +94,7 @@ impl Held {
             return true;
         }
         let bytes = item.batch.heap_bytes();
-        if !force && self.bytes + bytes + sel > self.budget {
+        if !force && used + bytes + sel > self.budget {
             return false;
         }
         self.batches.insert(k, (1, bytes));
@@ -91,13 +116,13 @@ impl Held {
             freed += *bytes;
             self.batches.remove(&k);
         }
-        self.bytes -= freed;
+        self.sub(freed);
     }
 
     /// Accounts for a held item whose selection changed in place (`InputQueue::thin`):
     /// from `before` to `after` bytes (`selection_bytes`).
     pub fn reselect(&mut self, before: usize, after: usize) {
-        self.bytes -= before;
+        self.sub(before);
         self.add(after);
     }
 
@@ -114,9 +139,19 @@ impl Held {
     fn add(&mut self, bytes: usize) {
         self.bytes += bytes;
         self.peak = self.peak.max(self.bytes);
+        if let Some(total) = &self.shared {
+            total.fetch_add(bytes, Ordering::Relaxed);
+        }
     }
 
-    /// Bytes held now.
+    fn sub(&mut self, bytes: usize) {
+        self.bytes -= bytes;
+        if let Some(total) = &self.shared {
+            total.fetch_sub(bytes, Ordering::Relaxed);
+        }
+    }
+
+    /// Bytes this account holds now (not its sharers').
     pub fn bytes(&self) -> usize {
         self.bytes
     }
@@ -214,6 +249,40 @@ mod tests {
         assert!(held.hold(&queued(&b, None), true));
         assert_eq!(held.bytes(), 2 * one + 8);
         assert_eq!(held.batches(), 2);
+    }
+
+    #[test]
+    fn sharers_check_one_budget_and_each_counts_its_own() {
+        let (a, b, c) = (batch(100), batch(100), batch(100));
+        let one = a.heap_bytes();
+        let total = Arc::new(AtomicUsize::new(0));
+        let (mut hot, mut cold) = (Held::new(2 * one + 10), Held::new(2 * one + 10));
+        hot.share(total.clone());
+        cold.share(total.clone());
+        // The hot account may take the whole budget while the cold one holds nothing.
+        assert!(hot.hold(&queued(&a, None), false));
+        assert!(hot.hold(&queued(&b, None), false));
+        assert_eq!(
+            (hot.bytes(), cold.bytes(), hot.used()),
+            (2 * one, 0, 2 * one)
+        );
+        // Then the cold one is refused what it alone would have had room for...
+        let item = queued(&c, None);
+        assert!(!cold.hold(&item, false));
+        assert_eq!(total.load(Ordering::Relaxed), 2 * one);
+        // ...until the hot one lets go.
+        hot.release(&queued(&a, None));
+        assert!(cold.hold(&item, false));
+        assert_eq!(
+            (hot.bytes(), cold.bytes(), cold.used()),
+            (one, one, 2 * one)
+        );
+        hot.reselect(0, 8);
+        assert_eq!(total.load(Ordering::Relaxed), 2 * one + 8);
+        hot.reselect(8, 0);
+        hot.release(&queued(&b, None));
+        cold.release(&item);
+        assert_eq!(total.load(Ordering::Relaxed), 0);
     }
 
     #[test]

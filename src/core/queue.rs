@@ -143,7 +143,7 @@ impl InputQueue {
         // A row's bytes, about: 8 per column and its arrival time.
         let bytes = n * 8 * (src.columns.len() + 1);
         let fits =
-            self.tuples + n <= self.capacity && (paced || held.bytes() + bytes <= held.budget());
+            self.tuples + n <= self.capacity && (paced || held.used() + bytes <= held.budget());
         let Some(tail) = self.batches.back_mut().filter(|t| {
             fits && t.prefiltered
                 && t.sel.is_none()

@@ -42,8 +42,8 @@ pub fn engine_for(w: &Workload) -> Result<Engine, EngineError> {
         queries,
         EngineConfig {
             queue_capacity: w.engine.queue_capacity,
-            // Each worker's engine holds its share of the budget.
-            queue_memory: w.engine.queue_memory / w.engine.workers.max(1),
+            // Workers share the whole budget (`Sharded::new` gives them one total).
+            queue_memory: w.engine.queue_memory,
             scheduler: w.engine.scheduler,
             seed: w.seed,
         },

@@ -155,13 +155,13 @@ impl Engine {
             })
             .min()
             .unwrap_or(usize::MAX)
-            .min(self.memory_room(stream, self.held.bytes()))
+            .min(self.memory_room(stream, self.held.used()))
     }
 
     /// Whether `stream_room(stream) >= rows`, the memory budget looked at first (with
     /// many readers the budget is what binds, and it costs no walk over them).
     pub fn stream_has_room(&self, stream: usize, rows: usize) -> bool {
-        self.memory_room(stream, self.held.bytes()) >= rows
+        self.memory_room(stream, self.held.used()) >= rows
             && self.streams[stream]
                 .readers
                 .iter()
@@ -200,6 +200,13 @@ impl Engine {
     /// so a pull source loses nothing to it.
     pub fn set_pulled(&mut self, stream: usize) {
         self.streams[stream].pulled = true;
+    }
+
+    /// Makes this engine one of several workers holding queued input against one budget
+    /// (`config.queue_memory`, the whole of it): `total` counts what all of them hold
+    /// (`Held::share`), so a hot worker is not refused input while the others have room.
+    pub fn share_queue_memory(&mut self, total: std::sync::Arc<std::sync::atomic::AtomicUsize>) {
+        self.held.share(total);
     }
 
     /// Whether every query reading `stream` has an empty input queue (a queue always

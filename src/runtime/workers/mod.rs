@@ -102,6 +102,13 @@ impl Sharded {
             }
             engines.push(e);
         }
+        if workers > 1 {
+            // One queue-memory budget for all: a hot worker may use what cold ones leave.
+            let total = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+            for e in &mut engines {
+                e.share_queue_memory(Arc::clone(&total));
+            }
+        }
         Ok(Sharded {
             engines,
             map,
