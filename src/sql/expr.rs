@@ -276,6 +276,19 @@ impl Planner<'_> {
                 scope,
             ),
             E::Identifier(_) | E::CompoundIdentifier(_) => Err(self.unsupported("name", e)),
+            // A bare keyword such as `user` or `current_date`: the parser reads it as a
+            // call, where the writer most likely meant a column of that name.
+            E::Function(f) if matches!(f.args, ast::FunctionArguments::None) => {
+                let word = f.name.to_string();
+                Err(self.src.expr_error(
+                    format!(
+                        "`{word}` is an SQL keyword, read here as the function {}: to name a \
+                         column `{word}`, quote it as \"{word}\"",
+                        word.to_ascii_uppercase()
+                    ),
+                    e,
+                ))
+            }
             E::Function(f) => Err(self.unsupported(&format!("function `{}`", func_name(f)), e)),
             E::Subquery(_) | E::Exists { .. } => Err(self.unsupported("subquery", e)),
             E::Like { .. } | E::ILike { .. } => Err(self.unsupported("LIKE", e)),

@@ -189,6 +189,22 @@ fn unsupported_constructs() {
         1,
         8,
     );
+    // A bare keyword the parser reads as a call: the hint says how to name the column.
+    check(
+        "SELECT sensor, user FROM readings",
+        "`user` is an SQL keyword, read here as the function USER: to name a column `user`, \
+         quote it as \"user\"",
+        "user",
+        1,
+        16,
+    );
+    check(
+        "SELECT sensor FROM readings WHERE current_date > 3",
+        "quote it as \"current_date\"",
+        "current_date",
+        1,
+        35,
+    );
     check(
         "INSERT INTO readings VALUES (1)",
         "unsupported: statements",
