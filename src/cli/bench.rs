@@ -40,6 +40,11 @@ pub struct BenchArgs {
     /// equality queries on a string column).
     #[arg(long)]
     pub strings: bool,
+    /// Only measure the sliding-window line (b') against (b), alternated this many times,
+    /// and print the medians and `sliding: (b') = X.XXx (b)'s cost per tuple` (issue
+    /// 14's goal: 3x).
+    #[arg(long, value_name = "RUNS", value_parser = clap::value_parser!(u32).range(1..=1000))]
+    pub sliding: Option<u32>,
 }
 
 fn parse_batch_size(s: &str) -> Result<usize, String> {
@@ -110,6 +115,10 @@ pub fn bench(args: BenchArgs) -> Result<ExitCode, Failure> {
     }
     if args.many {
         super::bench_many::bench_many(&batches, args.tuples, &clock)?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    if let Some(runs) = args.sliding {
+        sliding(&batches, args.tuples, runs, &clock)?;
         return Ok(ExitCode::SUCCESS);
     }
 
@@ -238,6 +247,33 @@ pub(super) fn run_live(w: &Workload) -> Result<crate::runtime::observe::RunSumma
         None,
         &mut Observers::default(),
     )?)
+}
+
+/// (b) and (b') alternated `runs` times: their medians and the ratio of their costs.
+fn sliding(batches: &[Batch], tuples: u64, runs: u32, clock: &WallClock) -> Result<(), Failure> {
+    let (mut b, mut hop) = (Vec::new(), Vec::new());
+    for _ in 0..runs {
+        b.push(engine_run(AGG_SQL, batches, clock, Watch::Nothing)?);
+        hop.push(engine_run(HOP_SQL, batches, clock, Watch::Nothing)?);
+    }
+    let median = |v: &mut Vec<Nanos>| {
+        v.sort_unstable();
+        v[v.len() / 2]
+    };
+    let (mb, mh) = (median(&mut b), median(&mut hop));
+    let ns = |v: &[Nanos]| {
+        let f = |x: Nanos| x as f64 / tuples as f64;
+        format!("{:.1}-{:.1}", f(v[0]), f(v[v.len() - 1]))
+    };
+    report("(b) median", tuples, mb);
+    report("(b') median", tuples, mh);
+    outln!(
+        "sliding: (b') = {:.2}x (b)'s cost per tuple ({runs} runs each: (b) {} ns/tuple, (b') {} ns/tuple)",
+        mh as f64 / mb.max(1) as f64,
+        ns(&b),
+        ns(&hop)
+    );
+    Ok(())
 }
 
 fn report(what: &str, tuples: u64, elapsed: Nanos) {

@@ -56,6 +56,7 @@ impl WindowAggregate {
                 break;
             }
             let slots = self.windows.pop_first().expect("checked non-empty").1;
+            self.forget_start(start);
             if start == self.hot.0 {
                 // Its slots are freed below: the newest window's cache must not name them.
                 self.hot.1.clear();
@@ -155,10 +156,21 @@ impl WindowAggregate {
         }
     }
 
-    /// Frees `slot` and the key strings only it held.
+    /// Forgets the groups of `start`, whose slots have all been (or are being) freed
+    /// (`forget`).
+    pub(super) fn forget_start(&mut self, start: i64) {
+        if let Some(mut map) = self.groups.remove(&start)
+            && self.spare.len() < super::SPARE_MAPS
+        {
+            map.clear();
+            self.spare.push(map);
+        }
+    }
+
+    /// Frees `slot` and the key strings only it held (its start's groups are forgotten
+    /// whole, `forget_start`).
     pub(super) fn forget(&mut self, slot: u32) {
         let gk = self.slot_keys[slot as usize];
-        self.groups.remove(&gk);
         for (k, interner) in self.interners.iter_mut().enumerate() {
             if self.plan.key_types[k] == DataType::Str {
                 interner.release(gk.1[k]);

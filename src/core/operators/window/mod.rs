@@ -47,10 +47,20 @@ use state::GroupState;
 /// floats as bits), so lookups hash a fixed-size value and never allocate.
 type GroupKey = (i64, [i64; MAX_GROUP_KEYS]);
 
+/// The groups of one window (or slice) start: packed key to slot.
+type KeyMap = FxHashMap<[i64; MAX_GROUP_KEYS], u32>;
+
+/// Emptied `KeyMap`s kept for the next start (each keeps its table's capacity).
+const SPARE_MAPS: usize = 4;
+
 #[derive(Debug)]
 pub struct WindowAggregate {
     plan: AggregatePlan,
-    groups: FxHashMap<GroupKey, u32>,
+    /// Per open start, its groups: a start's keys are looked up in a map of that start's
+    /// keys only (in cache while the start is written), and closing a start drops its map
+    /// whole instead of removing each group from one map of every open group.
+    groups: BTreeMap<i64, KeyMap>,
+    spare: Vec<KeyMap>,
     slot_keys: Vec<GroupKey>,
     free: Vec<u32>,
     /// Open windows (sliding: slices) by start, each with its slots in first-seen order
@@ -113,7 +123,8 @@ impl WindowAggregate {
         assert!(plan.keys.len() <= MAX_GROUP_KEYS, "planner bounds the keys");
         WindowAggregate {
             plan: plan.clone(),
-            groups: FxHashMap::default(),
+            groups: BTreeMap::new(),
+            spare: Vec::new(),
             slot_keys: Vec::new(),
             free: Vec::new(),
             windows: BTreeMap::new(),
@@ -149,7 +160,7 @@ impl WindowAggregate {
 
     /// Groups currently open (state size): (slice, key) groups for sliding windows.
     pub fn open_groups(&self) -> usize {
-        self.groups.len()
+        self.groups.values().map(|m| m.len()).sum()
     }
 
     /// Strings interned for open groups' keys, over all key columns.
@@ -377,7 +388,7 @@ impl WindowAggregate {
     }
 
     fn slot_for(&mut self, gk: GroupKey) -> u32 {
-        if let Some(&s) = self.groups.get(&gk) {
+        if let Some(&s) = self.groups.get(&gk.0).and_then(|m| m.get(&gk.1)) {
             return s;
         }
         let slot = match self.free.pop() {
@@ -394,7 +405,10 @@ impl WindowAggregate {
         if let Some(sl) = self.slices.as_deref_mut() {
             sl.open(slot, &gk.1);
         }
-        self.groups.insert(gk, slot);
+        let spare = &mut self.spare;
+        (self.groups.entry(gk.0))
+            .or_insert_with(|| spare.pop().unwrap_or_default())
+            .insert(gk.1, slot);
         for (k, interner) in self.interners.iter_mut().enumerate() {
             if self.plan.key_types[k] == DataType::Str {
                 interner.retain(gk.1[k]);

@@ -150,6 +150,7 @@ impl WindowAggregate {
                     self.hot.1.clear();
                 }
                 let slots = self.windows.pop_first().expect("checked non-empty").1;
+                self.forget_start(a);
                 for slot in slots {
                     self.forget(slot);
                 }
