@@ -177,7 +177,7 @@ impl WindowAggregate {
             }
         }
         if let Some(sl) = self.slices.as_deref_mut() {
-            sl.release(&gk.1);
+            sl.release(slot);
         }
         self.free.push(slot);
     }

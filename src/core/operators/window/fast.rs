@@ -49,15 +49,32 @@ impl WindowAggregate {
         if closed_to >= self.next_due || start.saturating_add(size) <= closed_to.max(self.closed) {
             return false;
         }
-        if let Some(sl) = self.slices.as_deref_mut() {
-            sl.touch(start);
-        }
         if start > self.hot.0 {
             self.hot.0 = start;
             self.hot.1.clear();
+            if let Some(sl) = self.slices.as_deref_mut() {
+                sl.clear_hot();
+            }
         }
+        let sliced = match self.slices.as_deref_mut() {
+            Some(sl) => {
+                sl.touch(start);
+                true
+            }
+            None => false,
+        };
         let encoded = std::mem::take(&mut self.encoded);
-        if let [one] = encoded.as_slice() {
+        if let ([one], true) = (encoded.as_slice(), sliced) {
+            match rows.sel {
+                None => pairs.extend(
+                    (one.iter().enumerate())
+                        .map(|(row, &k)| (self.sliced_one(start, k), row as u32)),
+                ),
+                Some(sel) => pairs.extend(
+                    (sel.iter().zip(one)).map(|(&row, &k)| (self.sliced_one(start, k), row)),
+                ),
+            }
+        } else if let [one] = encoded.as_slice() {
             // Extended from exact-size iterators: no capacity check per pair.
             match rows.sel {
                 None => pairs.extend(

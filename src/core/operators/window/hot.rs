@@ -1,7 +1,8 @@
-//! The newest window's (or, sliding, the newest slice's) key cache: packed key to group
-//! slot for the groups of that one start, so in-order input finds its group in a map of
-//! one window's keys that stays in cache. Invariant: it names only live slots of the
-//! start it was filled for; whoever frees that start's slots clears it first.
+//! A map from packed keys to `u32`s, fast for one key column: the newest tumbling window's
+//! key cache (key to group slot for the groups of that one start, so in-order input finds
+//! its group in a map of one window's keys that stays in cache), and the sliced windows'
+//! key ids (`slices`). Invariant, as a window cache: it names only live slots of the start
+//! it was filled for; whoever frees that start's slots clears it first.
 
 use rustc_hash::FxHashMap;
 
@@ -74,6 +75,22 @@ impl HotKeys {
         let slot = self.one.get(&k).copied()?;
         self.direct[i] = (k, slot, self.generation);
         Some(slot)
+    }
+
+    /// Forgets `key` (a no-op when it is absent).
+    pub(super) fn remove(&mut self, key: &[i64; MAX_GROUP_KEYS]) {
+        if !self.single {
+            self.many.remove(key);
+            return;
+        }
+        self.one.remove(&key[0]);
+        if !self.direct.is_empty() {
+            let i = self.index(key[0]);
+            if self.direct[i].0 == key[0] {
+                // Generation 0 is never current.
+                self.direct[i].2 = 0;
+            }
+        }
     }
 
     pub(super) fn insert(&mut self, key: [i64; MAX_GROUP_KEYS], slot: u32) {

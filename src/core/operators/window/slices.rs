@@ -10,11 +10,10 @@
 //! first-seen sequence number over its slices). Counts, integer sums, MIN and MAX combine
 //! exactly; float sums are grouped by slices (see `stacks`).
 
-use rustc_hash::FxHashMap;
-
 use super::super::approx::Output;
 use super::WindowAggregate;
 use super::close::{Due, GroupSink};
+use super::hot::HotKeys;
 use super::stacks::{Stacks, Table};
 use crate::core::plan::{AggregatePlan, MAX_GROUP_KEYS};
 
@@ -22,14 +21,21 @@ type Key = [i64; MAX_GROUP_KEYS];
 
 /// What combines slices into windows: a dense id per key of an open slice group (so tables
 /// are indexed by arrays, not hashed), each group's first-seen sequence number, the
-/// two-stacks queue of slices and the table of the window being closed.
+/// two-stacks queue of slices and the table of the window being closed. It also finds the
+/// newest slice's groups by key id (`hot_slot`), so in-order input finds its group with one
+/// lookup in a map that does not change from slice to slice.
 #[derive(Debug)]
 pub(super) struct Slices {
-    /// Key -> (dense id, open slice groups with this key).
-    kids: FxHashMap<Key, (u32, u32)>,
-    free_kids: Vec<u32>,
-    /// Per dense id: its key.
+    /// Key -> dense id, for the keys of open slice groups.
+    ids: HotKeys,
+    /// Per dense id: its key, and how many open slice groups have it.
     kid_key: Vec<Key>,
+    kid_groups: Vec<u32>,
+    free_kids: Vec<u32>,
+    /// Per dense id: its group's slot in the newest slice, current only if it carries
+    /// `hot_generation` (bumped instead of clearing every entry).
+    hot_slot: Vec<(u32, u32)>,
+    hot_generation: u32,
     /// Per slot: its key's dense id and its creation number (first-seen order).
     slot_kid: Vec<u32>,
     slot_seq: Vec<u64>,
@@ -43,9 +49,12 @@ pub(super) struct Slices {
 impl Slices {
     pub(super) fn new(plan: &AggregatePlan) -> Slices {
         Slices {
-            kids: FxHashMap::default(),
-            free_kids: Vec::new(),
+            ids: HotKeys::new(plan.keys.len()),
             kid_key: Vec::new(),
+            kid_groups: Vec::new(),
+            free_kids: Vec::new(),
+            hot_slot: Vec::new(),
+            hot_generation: 1,
             slot_kid: Vec::new(),
             slot_seq: Vec::new(),
             seq: 0,
@@ -67,19 +76,66 @@ impl Slices {
         self.stacks.held()
     }
 
-    /// Records a new slice group `slot` with `key` (once per group, not per tuple).
-    pub(super) fn open(&mut self, slot: u32, key: &Key) {
-        let next = self.kids.len() as u32 + self.free_kids.len() as u32;
-        let entry = self.kids.entry(*key).or_insert_with(|| {
-            let id = self.free_kids.pop().unwrap_or(next);
-            (id, 0)
-        });
-        entry.1 += 1;
-        let kid = entry.0;
-        if kid as usize >= self.kid_key.len() {
-            self.kid_key.resize(kid as usize + 1, [0; MAX_GROUP_KEYS]);
+    /// The dense id of `key`, if an open slice group has it.
+    #[inline]
+    pub(super) fn kid(&mut self, key: &Key) -> Option<u32> {
+        self.ids.get(key)
+    }
+
+    /// `kid` of a one-column key.
+    #[inline]
+    pub(super) fn kid_one(&mut self, k: i64) -> Option<u32> {
+        self.ids.get_one(k)
+    }
+
+    /// The newest slice's group of key id `kid`, if it has one.
+    #[inline]
+    pub(super) fn hot(&self, kid: u32) -> Option<u32> {
+        match self.hot_slot.get(kid as usize) {
+            Some(&(slot, g)) if g == self.hot_generation => Some(slot),
+            _ => None,
         }
-        self.kid_key[kid as usize] = *key;
+    }
+
+    /// Records `slot` as the newest slice's group of key id `kid`.
+    pub(super) fn set_hot(&mut self, kid: u32, slot: u32) {
+        let k = kid as usize;
+        if k >= self.hot_slot.len() {
+            self.hot_slot.resize(k + 1, (0, 0));
+        }
+        self.hot_slot[k] = (slot, self.hot_generation);
+    }
+
+    /// Forgets the newest slice's groups (it changed, or its slots are being freed).
+    pub(super) fn clear_hot(&mut self) {
+        self.hot_generation = self.hot_generation.wrapping_add(1);
+        if self.hot_generation == 0 {
+            // Wrapped: old entries could look current again.
+            self.hot_slot.fill((0, 0));
+            self.hot_generation = 1;
+        }
+    }
+
+    /// Records a new slice group `slot` with `key`, whose id is `kid` if known (once per
+    /// group, not per tuple). Returns the key's id.
+    pub(super) fn open(&mut self, slot: u32, key: &Key, kid: Option<u32>) -> u32 {
+        let kid = match kid.or_else(|| self.ids.get(key)) {
+            Some(k) => k,
+            None => {
+                let k = match self.free_kids.pop() {
+                    Some(k) => k,
+                    None => {
+                        self.kid_key.push(*key);
+                        self.kid_groups.push(0);
+                        (self.kid_key.len() - 1) as u32
+                    }
+                };
+                self.kid_key[k as usize] = *key;
+                self.ids.insert(*key, k);
+                k
+            }
+        };
+        self.kid_groups[kid as usize] += 1;
         let s = slot as usize;
         if s >= self.slot_kid.len() {
             self.slot_kid.resize(s + 1, 0);
@@ -88,16 +144,16 @@ impl Slices {
         self.slot_kid[s] = kid;
         self.slot_seq[s] = self.seq;
         self.seq += 1;
+        kid
     }
 
-    /// Forgets slice group `slot` with `key`; the key's id is reused once no group has it.
-    pub(super) fn release(&mut self, key: &Key) {
-        if let Some(e) = self.kids.get_mut(key) {
-            e.1 -= 1;
-            if e.1 == 0 {
-                self.free_kids.push(e.0);
-                self.kids.remove(key);
-            }
+    /// Forgets slice group `slot`; its key's id is reused once no group has it.
+    pub(super) fn release(&mut self, slot: u32) {
+        let kid = self.slot_kid[slot as usize] as usize;
+        self.kid_groups[kid] -= 1;
+        if self.kid_groups[kid] == 0 {
+            self.ids.remove(&self.kid_key[kid]);
+            self.free_kids.push(kid as u32);
         }
     }
 }
@@ -148,6 +204,9 @@ impl WindowAggregate {
                 }
                 if a == self.hot.0 {
                     self.hot.1.clear();
+                    if let Some(sl) = self.slices.as_deref_mut() {
+                        sl.clear_hot();
+                    }
                 }
                 let slots = self.windows.pop_first().expect("checked non-empty").1;
                 self.forget_start(a);
