@@ -59,7 +59,8 @@ pub struct WindowAggregate {
     plan: AggregatePlan,
     /// Per open start, its groups: a start's keys are looked up in a map of that start's
     /// keys only (in cache while the start is written), and closing a start drops its map
-    /// whole instead of removing each group from one map of every open group.
+    /// whole instead of removing each group from one map of every open group. Sliced: only
+    /// older slices that an out-of-order tuple looked up have a map (`groups.rs`).
     groups: BTreeMap<i64, KeyMap>,
     spare: Vec<KeyMap>,
     slot_keys: Vec<GroupKey>,
@@ -89,9 +90,10 @@ pub struct WindowAggregate {
     /// windows were withheld so.
     withheld: Vec<i64>,
     windows_withheld: u64,
-    /// Sliding windows only: the newest slice's start and its keys' slots. In-order input
-    /// lands there, and a map of one slice's keys stays in cache where the map of every
-    /// open (slice, key) group does not. Emptied when that slice is freed.
+    /// The newest start (window, or slice of sliding windows) and, tumbling, its keys'
+    /// slots: in-order input lands there, and a map of one window's keys stays in cache.
+    /// A sliced operator finds the newest slice's slots by key id instead (`Slices::hot`).
+    /// Emptied when that start is freed.
     hot: (i64, HotKeys),
     // Scratch reused across batches.
     pairs: Vec<(u32, u32)>,
