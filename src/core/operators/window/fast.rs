@@ -64,26 +64,11 @@ impl WindowAggregate {
             None => false,
         };
         let encoded = std::mem::take(&mut self.encoded);
-        if let ([one], true) = (encoded.as_slice(), sliced) {
-            match rows.sel {
-                None => pairs.extend(
-                    (one.iter().enumerate())
-                        .map(|(row, &k)| (self.sliced_one(start, k), row as u32)),
-                ),
-                Some(sel) => pairs.extend(
-                    (sel.iter().zip(one)).map(|(&row, &k)| (self.sliced_one(start, k), row)),
-                ),
-            }
-        } else if let [one] = encoded.as_slice() {
-            // Extended from exact-size iterators: no capacity check per pair.
-            match rows.sel {
-                None => pairs.extend(
-                    (one.iter().enumerate())
-                        .map(|(row, &k)| (self.one_key_slot(start, k), row as u32)),
-                ),
-                Some(sel) => pairs.extend(
-                    (sel.iter().zip(one)).map(|(&row, &k)| (self.one_key_slot(start, k), row)),
-                ),
+        if let [one] = encoded.as_slice() {
+            if sliced {
+                place_one(pairs, rows.sel, one, |k| self.sliced_one(start, k));
+            } else {
+                place_one(pairs, rows.sel, one, |k| self.one_key_slot(start, k));
             }
         } else {
             pairs.reserve(rows.len());
@@ -108,6 +93,22 @@ impl WindowAggregate {
         let s = self.slot_for((start, key));
         self.hot.1.insert(key, s);
         s
+    }
+}
+
+/// Appends `(slot(key), row)` for every row seen of a one-column key `one` (`sel`: the
+/// rows seen, all when `None`). Extended from exact-size iterators: no capacity check per
+/// pair.
+#[inline]
+fn place_one(
+    pairs: &mut Vec<(u32, u32)>,
+    sel: Option<&[u32]>,
+    one: &[i64],
+    mut slot: impl FnMut(i64) -> u32,
+) {
+    match sel {
+        None => pairs.extend((one.iter().enumerate()).map(|(row, &k)| (slot(k), row as u32))),
+        Some(sel) => pairs.extend((sel.iter().zip(one)).map(|(&row, &k)| (slot(k), row))),
     }
 }
 
