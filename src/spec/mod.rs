@@ -42,6 +42,8 @@ mod tests_errors;
 #[cfg(test)]
 mod tests_errors_entry;
 #[cfg(test)]
+mod tests_errors_values;
+#[cfg(test)]
 mod tests_sql;
 
 use std::path::Path;
