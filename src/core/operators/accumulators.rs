@@ -72,6 +72,29 @@ impl Acc {
         }
     }
 
+    /// `reset` of every slot in `from..to`, in one pass per column.
+    pub fn reset_range(&mut self, from: usize, to: usize) {
+        fn fill<T: Copy>(v: &mut Vec<T>, from: usize, to: usize, x: T) {
+            if to > v.len() {
+                v.resize(to, x);
+            }
+            v[from..to].fill(x);
+        }
+        match self {
+            Acc::Count(v) | Acc::SumInt(v) => fill(v, from, to, 0),
+            Acc::SumFloat(v) => fill(v, from, to, 0.0),
+            Acc::Avg { sum, n } => {
+                fill(sum, from, to, 0.0);
+                fill(n, from, to, 0);
+            }
+            Acc::AvgOf { .. } => {}
+            Acc::MinInt(v) => fill(v, from, to, i64::MAX),
+            Acc::MaxInt(v) => fill(v, from, to, i64::MIN),
+            Acc::MinFloat(v) => fill(v, from, to, f64::INFINITY),
+            Acc::MaxFloat(v) => fill(v, from, to, f64::NEG_INFINITY),
+        }
+    }
+
     /// Folds `arg[row]` into `slot` for every `(slot, row)` pair.
     pub fn update(&mut self, pairs: &[(u32, u32)], arg: Option<&Datum<'_>>) {
         match self {
@@ -181,6 +204,36 @@ pub fn emit_of(accs: &[Acc], i: usize, slot: usize, out: &mut Column) {
             o.push(s / n.max(1) as f64)
         }
         (acc, out) => acc.emit(slot, out),
+    }
+}
+
+/// `emit_of` of every slot in `slots`, in order: one match per column, not per value.
+pub fn emit_all_of(accs: &[Acc], i: usize, slots: &[u32], out: &mut Column) {
+    match (&accs[i], out) {
+        (Acc::Count(v) | Acc::SumInt(v) | Acc::MinInt(v) | Acc::MaxInt(v), Column::Int(o)) => {
+            o.extend(slots.iter().map(|&s| v[s as usize]))
+        }
+        (Acc::SumFloat(v) | Acc::MinFloat(v) | Acc::MaxFloat(v), Column::Float(o)) => {
+            o.extend(slots.iter().map(|&s| v[s as usize]))
+        }
+        (Acc::Avg { sum, n }, Column::Float(o)) => o.extend(slots.iter().map(|&s| {
+            let s = s as usize;
+            sum[s] / n[s].max(1) as f64
+        })),
+        (&Acc::AvgOf { sum, count }, Column::Float(o)) => match (&accs[sum], &accs[count]) {
+            (Acc::SumFloat(sum), Acc::Count(n)) => o.extend(slots.iter().map(|&s| {
+                let s = s as usize;
+                sum[s] / n[s].max(1) as f64
+            })),
+            (sum_acc, count_acc) => o.extend(slots.iter().map(|&s| {
+                let s = s as usize;
+                let (Some(x), Some(n)) = (sum_acc.kept_sum(s), count_acc.kept_count(s)) else {
+                    unreachable!("AVG shares a sum and a count")
+                };
+                x / n.max(1) as f64
+            })),
+        },
+        (acc, out) => unreachable!("emit {acc:?} into {out:?}"),
     }
 }
 

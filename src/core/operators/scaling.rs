@@ -137,6 +137,14 @@ impl Scaling {
         self.lossy[slot] = false;
     }
 
+    /// `reset` of every slot in `from..to`.
+    pub fn reset_range(&mut self, from: usize, to: usize) {
+        if to > self.lossy.len() {
+            self.lossy.resize(to, false);
+        }
+        self.lossy[from..to].fill(false);
+    }
+
     pub fn is_lossy(&self, slot: usize) -> bool {
         self.lossy[slot]
     }

@@ -182,6 +182,41 @@ impl WindowAggregate {
         self.free.push(slot);
     }
 
+    /// `push_key_and_bounds` of `rows` rows at once, column by column, row `r` having key
+    /// `key_of(r)`: completes the rows whose aggregate columns `emit_exact` just appended.
+    pub(super) fn push_keys_and_bounds<'k>(
+        &self,
+        rows: usize,
+        key_of: impl Fn(usize) -> &'k [i64; MAX_GROUP_KEYS],
+        (start, end): (i64, i64),
+        due: Nanos,
+        out: &mut Output,
+    ) {
+        let (nkeys, naggs) = (self.plan.keys.len(), self.plan.aggs.len());
+        let out = &mut out.rows;
+        for k in 0..nkeys {
+            let vals = (0..rows).map(|r| key_of(r)[k]);
+            match (&mut out.columns[k], self.plan.key_types[k]) {
+                (Column::Int(o), _) => o.extend(vals),
+                (Column::Float(o), _) => o.extend(vals.map(|v| f64::from_bits(v as u64))),
+                (Column::Bool(o), _) => o.extend(vals.map(|v| v != 0)),
+                (Column::Str(o), DataType::Str) => {
+                    let names = &self.interners[k].names;
+                    vals.for_each(|v| o.push(&names[v as usize]));
+                }
+                (c, t) => unreachable!("key column {c:?} of type {t}"),
+            }
+        }
+        let base = nkeys + naggs;
+        for (i, v) in [(base, start), (base + 1, end)] {
+            match &mut out.columns[i] {
+                Column::Int(o) => o.resize(o.len() + rows, v),
+                c => unreachable!("window bound column {c:?}"),
+            }
+        }
+        out.arrival.resize(out.arrival.len() + rows, due);
+    }
+
     /// Completes the group row whose aggregate columns were just appended: the `key`
     /// columns, the window bounds and the arrival that made it due.
     pub(super) fn push_key_and_bounds(

@@ -277,16 +277,22 @@ impl WindowAggregate {
                 .iter()
                 .map(|&slot| (slot_kid[slot as usize], slot, slot_seq[slot as usize]))
         };
-        stacks.window(window, &self.state, parts);
+        let next_start = start.saturating_add(self.plan.window.slide);
+        stacks.window(window, &self.state, parts, next_start);
         order.clear();
         order.extend(0..window.kids.len() as u32);
         let seq = &window.seq;
         order.sort_unstable_by_key(|&w| seq[w as usize]);
         let nkeys = self.plan.keys.len();
-        for &w in order.iter() {
-            window.state.emit(w as usize, nkeys, out);
-            let key = kid_key[window.kids[w as usize] as usize];
-            self.push_key_and_bounds(&key, start, end, due, out);
+        if window.state.emit_exact(order, nkeys, out) {
+            let key_of = |r: usize| &kid_key[window.kids[order[r] as usize] as usize];
+            self.push_keys_and_bounds(order.len(), key_of, (start, end), due, out);
+        } else {
+            for &w in order.iter() {
+                window.state.emit(w as usize, nkeys, out);
+                let key = kid_key[window.kids[w as usize] as usize];
+                self.push_key_and_bounds(&key, start, end, due, out);
+            }
         }
         out.approx.pad(out.rows.len());
         self.slices = Some(sl);

@@ -60,6 +60,7 @@ impl Table {
         pairs: &mut Vec<(u32, u32)>,
     ) {
         pairs.clear();
+        let fresh = self.kids.len();
         for (kid, slot, seq) in parts {
             let k = kid as usize;
             if k >= self.slot_of.len() {
@@ -71,13 +72,14 @@ impl Table {
                 self.slot_of[k] = d;
                 self.kids.push(kid);
                 self.seq.push(seq);
-                self.state.reset(d as usize);
             } else {
                 let q = &mut self.seq[d as usize];
                 *q = (*q).min(seq);
             }
             pairs.push((d, slot));
         }
+        // New slots are numbered on from the old ones: reset them in one pass.
+        self.state.reset_range(fresh, self.kids.len());
         self.state.combine(src, pairs);
     }
 
@@ -255,12 +257,16 @@ impl Stacks {
     }
 
     /// Makes `window` the combination of every queued slice; `slice(s)` gives the parts of
-    /// the live slice starting at `s` (read in direct mode).
+    /// the live slice starting at `s` (read in direct mode). No later window reads a slice
+    /// starting before `next_start` (the next window's start): when the front's top is
+    /// such a slice, it is evicted next anyway, so the back is folded into it and it
+    /// becomes the window, instead of both being copied into `window`.
     pub(super) fn window<I>(
         &mut self,
         window: &mut Table,
         src: &GroupState,
         slice: impl Fn(i64) -> I,
+        next_start: i64,
     ) where
         I: Iterator<Item = (u32, u32, u64)>,
     {
@@ -277,6 +283,13 @@ impl Stacks {
                 self.direct = false;
                 self.stale = true;
             }
+            return;
+        }
+        if self.front.last().is_some_and(|&(s, _)| s < next_start) {
+            let (_, mut top) = self.front.pop().expect("checked non-empty");
+            top.absorb_table(&self.back_agg, &mut self.pairs);
+            std::mem::swap(window, &mut top);
+            self.pool.push(top);
             return;
         }
         if let Some((_, t)) = self.front.last() {

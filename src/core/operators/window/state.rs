@@ -4,7 +4,7 @@
 //! `reset` and its emission holds exactly what the tuples folded (or slots combined) into
 //! it contributed, whether it stands for a whole window or for one slice of windows.
 
-use super::super::accumulators::{Acc, emit_of};
+use super::super::accumulators::{Acc, emit_all_of, emit_of};
 use super::super::approx::Output;
 use super::super::scaling::Scaling;
 use crate::core::expr::Datum;
@@ -77,6 +77,27 @@ impl GroupState {
         self.lossy_seq[slot] = u64::MAX;
     }
 
+    /// `reset` of every slot in `from..to` (a table's new slots, which are contiguous).
+    pub(super) fn reset_range(&mut self, from: usize, to: usize) {
+        if from >= to {
+            return;
+        }
+        for acc in &mut self.accs {
+            acc.reset_range(from, to);
+        }
+        self.scaling.reset_range(from, to);
+        let v = &mut self.value_keep;
+        if to > v.len() {
+            v.resize(to, 1.0);
+        }
+        v[from..to].fill(1.0);
+        let l = &mut self.lossy_seq;
+        if to > l.len() {
+            l.resize(to, u64::MAX);
+        }
+        l[from..to].fill(u64::MAX);
+    }
+
     /// Folds the rows of a batch into their slots (`pairs` of `(slot, row)`), `args` being
     /// each call's argument evaluated over the batch; its tuples each survived random
     /// shedding with probability `keep` and semantic drops left `value_keep` of it.
@@ -144,6 +165,23 @@ impl GroupState {
             let v = &mut self.value_keep[d as usize];
             *v = v.min(src.value_keep[s as usize]);
         }
+    }
+
+    /// `emit` of every slot of `slots`, in order, column by column, if every one of them
+    /// is exact and complete (no side-car row): true if it appended them, false (nothing
+    /// appended) if one is scaled or incomplete.
+    pub(super) fn emit_exact(&self, slots: &[u32], nkeys: usize, out: &mut Output) -> bool {
+        let approx = |s: &u32| {
+            let s = *s as usize;
+            self.scaling.is_lossy(s) || self.value_keep[s] < 1.0
+        };
+        if slots.iter().any(approx) {
+            return false;
+        }
+        for i in 0..self.naggs {
+            emit_all_of(&self.accs, i, slots, &mut out.rows.columns[nkeys + i]);
+        }
+        true
     }
 
     /// Appends the aggregate columns of `slot` (after `nkeys` key columns) to the group
