@@ -101,3 +101,75 @@ fn one_worker_and_a_keyless_query_are_not_split() {
     assert_eq!(two.router.route(0), Route::Broadcast);
     assert!(two.router.split(0, &batch(&[(1, 1)], 0)).is_none());
 }
+
+/// `(key, arrival, stream time seen)` of every row of `parts`, in order.
+fn rows_of(parts: &[spillway::runtime::workers::route::Part]) -> Vec<Row> {
+    let mut rows = Vec::new();
+    for p in parts {
+        let Column::Int(k) = &p.batch.columns[0] else {
+            unreachable!()
+        };
+        rows.extend((0..p.batch.len()).map(|j| (k[j], p.batch.arrival[j], p.time.prefix[j])));
+    }
+    rows
+}
+
+/// The coordinator joins each worker's parts of consecutive batches (`Coalesce`): a worker
+/// gets the same rows, in the same order, with the same stream time per row, as from one
+/// part per batch; every part but the last holds at least a batch's rows; and a part's
+/// tail is the stream's time at the end of the last batch joined into it.
+#[test]
+fn joined_parts_hold_the_split_rows_in_batches_with_the_latest_tail() {
+    use spillway::runtime::workers::route::{Coalesce, Part};
+    for (workers, size) in [(2, 8), (3, 5), (4, 1), (2, 1000)] {
+        let mut split = Sharded::new(workers, 64, || Ok::<_, ()>(engine(KEYED))).unwrap();
+        let mut joined = Sharded::new(workers, 64, || Ok::<_, ()>(engine(KEYED))).unwrap();
+        let mut join = Coalesce::new(&joined.router, 0, size);
+        let (mut one, mut many): (Vec<Vec<Part>>, Vec<Vec<Part>>) = (
+            (0..workers).map(|_| Vec::new()).collect(),
+            (0..workers).map(|_| Vec::new()).collect(),
+        );
+        // Times out of order within and across batches; some batches miss some workers.
+        let mut tails = Vec::new();
+        for i in 0..40i64 {
+            let rows: Vec<(i64, i64)> = (0..(i % 7))
+                .map(|j| (i * 3 + j, (i * 37 + j * 11) % 100))
+                .collect();
+            let b = batch(&rows, i * 100);
+            let parts = split.router.split(0, &b).expect("routed");
+            let tail = parts[0].time.tail;
+            tails.push(tail);
+            for (w, p) in parts.into_iter().enumerate() {
+                if !p.batch.is_empty() {
+                    one[w].push(p);
+                }
+            }
+            assert!(join.add(&mut joined.router, &b, |w, p| {
+                assert!(p.batch.len() >= size, "a full part");
+                assert_eq!(p.time.tail, tail, "sent at the batch that filled it");
+                many[w].push(p);
+            }));
+        }
+        let last = *tails.last().expect("batches");
+        join.drain(&joined.router, |w, p| {
+            assert!(!p.batch.is_empty());
+            assert_eq!(p.time.tail, last);
+            many[w].push(p);
+        });
+        for w in 0..workers {
+            assert_eq!(
+                rows_of(&many[w]),
+                rows_of(&one[w]),
+                "worker {w} of {workers}"
+            );
+            assert!(many[w].iter().all(|p| p.batch.is_consistent()));
+            if size > 1 {
+                assert!(many[w].len() < one[w].len(), "joined: {size} rows a part");
+            }
+        }
+        // Nothing is left held after a drain.
+        let mut after = 0;
+        join.drain(&joined.router, |_, _| after += 1);
+        assert_eq!(after, 0);
+    }
+}

@@ -1,7 +1,8 @@
 //! `spillway bench --workers N`: query (b) on 1 and on N engine workers over key shards,
 //! each worker a thread with its own `Engine`, over the same pre-generated batches: one
 //! worker ingests them whole (shared), N workers ingest the parts the run's `Router` split
-//! them into, as the live coordinator does. Generation and the split are source and
+//! them into, joined into batches as the live coordinator joins them when its sources have
+//! batches ready (`route::Coalesce`). Generation and the split are source and
 //! coordinator work, on their own threads live: both are excluded from the workers' wall
 //! time, and the split's own throughput on one thread is printed. Prints the throughput of
 //! each and the line `scaling: N workers = X.XXx of 1` (wall time). On a shared machine wall time measures
@@ -19,6 +20,7 @@ use crate::core::shard::{DEFAULT_SHARDS, RoutedTime};
 use crate::runtime::assemble::engine_for;
 use crate::runtime::clock::WallClock;
 use crate::runtime::workers::Sharded;
+use crate::runtime::workers::route::Coalesce;
 use crate::spec::Workload;
 
 /// What one worker ingests, in order: a whole batch (shared) or its part of one.
@@ -43,42 +45,45 @@ fn sharded(w: &Workload, workers: usize) -> Result<Sharded, Failure> {
     Ok(Sharded::new(workers, DEFAULT_SHARDS, || engine_for(w)).map_err(|e| anyhow::anyhow!(e))?)
 }
 
-/// Each worker's input: `batches` whole for one worker, else its non-empty parts as the
-/// run's router splits them, in order (live, an empty part is not sent).
+/// Each worker's input: `batches` whole for one worker, else its parts as the live
+/// coordinator sends them when its source has batches ready (the input outruns it, as
+/// here): split by the run's router and joined into parts of a batch's size (`Coalesce`),
+/// in order.
 fn inputs(w: &Workload, batches: &[Arc<Batch>], workers: usize) -> Result<Vec<Vec<Item>>, Failure> {
     let mut sharded = sharded(w, workers)?;
     let mut items: Vec<Vec<Item>> = (0..workers)
         .map(|_| Vec::with_capacity(batches.len()))
         .collect();
+    let mut join = Coalesce::new(&sharded.router, 0, w.engine.batch_size);
     for b in batches {
-        match sharded.router.split(0, b) {
-            Some(parts) => {
-                for (mine, p) in items.iter_mut().zip(parts) {
-                    if !p.batch.is_empty() {
-                        mine.push(Item::Part(Arc::new(p.batch), Arc::new(p.time)));
-                    }
-                }
-            }
-            None => items
+        let joined = join.add(&mut sharded.router, b, |k, p| {
+            items[k].push(Item::Part(Arc::new(p.batch), Arc::new(p.time)))
+        });
+        if !joined {
+            items
                 .iter_mut()
-                .for_each(|m| m.push(Item::Whole(Arc::clone(b)))),
+                .for_each(|m| m.push(Item::Whole(Arc::clone(b))));
         }
     }
+    join.drain(&sharded.router, |k, p| {
+        items[k].push(Item::Part(Arc::new(p.batch), Arc::new(p.time)))
+    });
     Ok(items)
 }
 
-/// The time the router takes to split every batch into `workers` parts on this thread,
-/// each part dropped once made (live, a worker frees it once ingested).
+/// The time the router takes to split and join every batch into `workers` workers' parts
+/// on this thread, as `inputs` does, each part dropped once made (live, a worker frees it
+/// once ingested).
 fn split_time(w: &Workload, batches: &[Arc<Batch>], workers: usize) -> Result<Nanos, Failure> {
     let mut sharded = sharded(w, workers)?;
+    let mut join = Coalesce::new(&sharded.router, 0, w.engine.batch_size);
     let clock = WallClock::start();
     let start = clock.since_start();
     let mut rows = 0usize;
     for b in batches {
-        for p in sharded.router.split(0, b).into_iter().flatten() {
-            rows += p.batch.len();
-        }
+        join.add(&mut sharded.router, b, |_, p| rows += p.batch.len());
     }
+    join.drain(&sharded.router, |_, p| rows += p.batch.len());
     std::hint::black_box(rows);
     Ok(clock.since_start() - start)
 }

@@ -26,6 +26,7 @@ use super::Sharded;
 use super::collect::Collector;
 use super::inbox::{Coordinator, send_change, serve};
 use super::report::merge_history;
+use super::route::{Coalesce, Part, Route};
 use super::worker::{FromWorker, ToWorker, Worker, WorkerEnd};
 use crate::core::schema::Nanos;
 use crate::runtime::clock::WallClock;
@@ -85,6 +86,14 @@ pub fn run_live_workers(
         })
         .collect();
     let mut collector = Collector::new(&sharded, workload, &policy, workload.engine.tick);
+    // Per routed stream: each worker's parts of the batches the sources had ready, joined
+    // into batches (`Coalesce`); sent when full, and whole once a source has none ready.
+    let mut joins: Vec<Option<Coalesce>> = (0..links.len())
+        .map(|s| {
+            (sharded.router.route(s) != Route::Broadcast)
+                .then(|| Coalesce::new(&sharded.router, s, batch_size))
+        })
+        .collect();
     let LiveChanges { mut script, inbox } = changes;
     let mut inbox = inbox;
     script.sort_by_key(|c| c.at);
@@ -185,13 +194,12 @@ pub fn run_live_workers(
                                 let now = clock.now();
                                 b.arrival.iter_mut().for_each(|a| *a = now);
                             }
-                            match sharded.router.split(stream, &b) {
-                                Some(parts) => {
-                                    for (tx, p) in txs.iter().zip(parts) {
-                                        if !p.batch.is_empty() {
-                                            let _ = tx.send(ToWorker::Part(stream, Box::new(p)));
-                                        }
-                                    }
+                            let send = |k: usize, p: Part| {
+                                let _ = txs[k].send(ToWorker::Part(stream, Box::new(p)));
+                            };
+                            match &mut joins[stream] {
+                                Some(join) => {
+                                    join.add(&mut sharded.router, &b, send);
                                 }
                                 None => {
                                     let b = Arc::new(b);
@@ -218,6 +226,13 @@ pub fn run_live_workers(
                     while let Ok(m) = out_rx.try_recv() {
                         collector.take(m, &sharded, outputs, observers, since);
                     }
+                }
+                // The source has nothing ready: what was joined goes out now, before any
+                // marker, change or other stream's batch.
+                if let Some(join) = &mut joins[stream] {
+                    join.drain(&sharded.router, |k, p| {
+                        let _ = txs[k].send(ToWorker::Part(stream, Box::new(p)));
+                    });
                 }
                 all_done &= link.done;
             }

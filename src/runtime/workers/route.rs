@@ -104,8 +104,34 @@ impl Router {
     /// `batch` of `stream` split into one part per worker (indexed by worker; a part may
     /// be empty), or `None` for a broadcast stream, which every worker takes whole.
     pub fn split(&mut self, stream: usize, batch: &Batch) -> Option<Vec<Part>> {
-        let Route::Split { column, time } = self.routes[stream] else {
+        let Route::Split { .. } = self.routes[stream] else {
             return None;
+        };
+        let mut parts: Vec<Part> = (0..self.sels.len())
+            .map(|_| self.empty_part(stream, 0))
+            .collect();
+        self.split_onto(stream, batch, &mut parts);
+        Some(parts)
+    }
+
+    /// A part of `stream` with no rows, room for `rows`.
+    pub fn empty_part(&self, stream: usize, rows: usize) -> Part {
+        Part {
+            batch: Batch::new(&self.types[stream], rows),
+            time: RoutedTime {
+                prefix: Vec::with_capacity(rows),
+                tail: (i64::MIN, 0),
+            },
+        }
+    }
+
+    /// Appends each worker's rows of `batch` of `stream` onto its part in `parts` (indexed
+    /// by worker), and makes every part's tail the stream's time at the end of `batch`: a
+    /// part holding consecutive batches is what their parts would be, delivered at once
+    /// (`Coalesce`). False, and nothing appended, for a broadcast stream.
+    pub fn split_onto(&mut self, stream: usize, batch: &Batch, parts: &mut [Part]) -> bool {
+        let Route::Split { column, time } = self.routes[stream] else {
+            return false;
         };
         let times: &[i64] = match time {
             TimeSource::Column(c) => match &batch.columns[c] {
@@ -145,21 +171,75 @@ impl Router {
             Column::Str(v) => scan.run(|i| key_hash_str(&v[i])),
         }
         self.high[stream] = high;
-        let types = &self.types[stream];
         let prefix = &self.prefix;
-        Some(
-            (self.sels.iter())
-                .map(|sel| {
-                    let mut b = Batch::new(types, sel.len());
-                    b.gather_from(batch, sel);
-                    let prefix = sel.iter().map(|&i| prefix[i as usize]).collect();
-                    Part {
-                        batch: b,
-                        time: RoutedTime { prefix, tail: high },
-                    }
-                })
-                .collect(),
-        )
+        for (part, sel) in parts.iter_mut().zip(&self.sels) {
+            part.batch.gather_from(batch, sel);
+            (part.time.prefix).extend(sel.iter().map(|&i| prefix[i as usize]));
+            part.time.tail = high;
+        }
+        true
+    }
+}
+
+/// Joins each worker's parts of consecutive batches of one routed stream until they hold
+/// `rows` rows (a batch), so that a worker ingests batches of the size a single engine
+/// would, not a 1/N slice of each: per-batch work (a turn, a queue entry, an emit) would
+/// otherwise be paid N times as often. The coordinator joins only batches its sources
+/// already have ready and sends what it holds as soon as they have none (`drain`), so
+/// joining adds no wait: it happens when the input outruns the coordinator.
+#[derive(Debug)]
+pub struct Coalesce {
+    stream: usize,
+    rows: usize,
+    parts: Vec<Part>,
+}
+
+impl Coalesce {
+    /// An empty joiner for `stream`, one part per worker of `router`.
+    pub fn new(router: &Router, stream: usize, rows: usize) -> Coalesce {
+        let parts = (0..router.sels.len())
+            .map(|_| router.empty_part(stream, 2 * rows))
+            .collect();
+        Coalesce {
+            stream,
+            rows: rows.max(1),
+            parts,
+        }
+    }
+
+    /// Splits `batch` onto the held parts and hands `send` each worker's part that now
+    /// holds a batch's worth of rows. False for a broadcast stream (nothing taken).
+    pub fn add(
+        &mut self,
+        router: &mut Router,
+        batch: &Batch,
+        mut send: impl FnMut(usize, Part),
+    ) -> bool {
+        if !router.split_onto(self.stream, batch, &mut self.parts) {
+            return false;
+        }
+        for k in 0..self.parts.len() {
+            if self.parts[k].batch.len() >= self.rows {
+                send(k, self.take(router, k));
+            }
+        }
+        true
+    }
+
+    /// Hands `send` every held part that has rows, in worker order.
+    pub fn drain(&mut self, router: &Router, mut send: impl FnMut(usize, Part)) {
+        for k in 0..self.parts.len() {
+            if !self.parts[k].batch.is_empty() {
+                send(k, self.take(router, k));
+            }
+        }
+    }
+
+    fn take(&mut self, router: &Router, k: usize) -> Part {
+        // Room for twice `rows`: the batch that fills a part overshoots `rows` by less
+        // than one batch (of a source's usual size).
+        let fresh = router.empty_part(self.stream, 2 * self.rows);
+        std::mem::replace(&mut self.parts[k], fresh)
     }
 }
 
