@@ -4,8 +4,10 @@
 //! `Part` per worker: that worker's rows, in input order, with the stream's event time
 //! those rows cannot see (`RoutedTime`: per row, the largest time so far over the whole
 //! stream; at the end, the batch's). Each row is hashed and copied once, whatever the
-//! number of workers; the workers only ingest their parts. Any other stream is offered
-//! whole to every worker, each keeping its shards in its pipeline.
+//! number of workers; the workers only ingest their parts. Live, the coordinator joins a
+//! worker's parts of the batches its sources have ready into parts of a batch's size
+//! (`Coalesce`), so a worker pays per-batch work once per batch, not N times as often. Any
+//! other stream is offered whole to every worker, each keeping its shards in its pipeline.
 //!
 //! Invariant: a routed stream's rows are kept by exactly one worker each, in input order,
 //! and every row's watermark is the one a single engine would have had at that row.

@@ -69,12 +69,18 @@ impl WindowAggregate {
             }
             let due = self.due_for(end, due_override);
             let buf = out.buffer();
-            for &slot in &slots {
-                self.state.emit(slot as usize, self.plan.keys.len(), buf);
-                let gk = self.slot_keys[slot as usize];
-                self.push_key_and_bounds(&gk.1, start, end, due, buf);
-                self.forget(slot);
+            let nkeys = self.plan.keys.len();
+            if self.state.emit_exact(&slots, nkeys, buf) {
+                let key_of = |r: usize| &self.slot_keys[slots[r] as usize].1;
+                self.push_keys_and_bounds(slots.len(), key_of, (start, end), due, buf);
+            } else {
+                for &slot in &slots {
+                    self.state.emit(slot as usize, nkeys, buf);
+                    let gk = self.slot_keys[slot as usize];
+                    self.push_key_and_bounds(&gk.1, start, end, due, buf);
+                }
             }
+            slots.iter().for_each(|&slot| self.forget(slot));
             buf.approx.pad(buf.rows.len());
             out.window_closed(end);
         }
