@@ -128,10 +128,16 @@ fn open_sinks(w: &Workload, out: Option<&Path>) -> Result<Sinks, Failure> {
 }
 
 pub fn run(args: RunArgs) -> Result<ExitCode, Failure> {
-    let w = load_workload(&args.workload)?;
+    let mut w = load_workload(&args.workload)?;
+    let simulated = args.simulated || w.engine.mode == Mode::Simulated;
+    if simulated && w.engine.workers_auto {
+        // `workers: auto` of a live workload run simulated: the modelled cores, not this
+        // machine's, so the run is the same everywhere.
+        w.engine.workers =
+            crate::spec::auto_workers(Mode::Simulated, w.engine.cores, w.streams.len());
+    }
     let mut engine = engine_for(&w).map_err(|e| Failure::BadInput(e.to_string()))?;
     let policy = resolve_policy(&args.workload, &w, args.policy.as_deref())?;
-    let simulated = args.simulated || w.engine.mode == Mode::Simulated;
     let settings = if simulated {
         Some(
             SimSettings::from_workload(&w, args.duration)

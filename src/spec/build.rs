@@ -6,11 +6,12 @@ use super::build_changes::build_changes;
 use super::build_query::{Planner, build_query};
 use super::build_retain::build_retain;
 use super::build_stream::{build_stream, check_identifier, stream_schema};
-use super::config::{EngineConfig, ExperimentConfig, SchedulerConfig};
+use super::config::{EngineConfig, ExperimentConfig, SchedulerConfig, WorkersConfig};
 use super::error::{Diagnostics, join};
 use super::read::Read;
 use super::workload::{
-    DEFAULT_EXPERIMENT_POLICIES, EngineSettings, ExperimentSpec, SchedulerKind, SinkSpec, Workload,
+    DEFAULT_EXPERIMENT_POLICIES, EngineSettings, ExperimentSpec, Mode, SchedulerKind, SinkSpec,
+    Workload,
 };
 use crate::sql::Catalog;
 
@@ -29,7 +30,7 @@ pub(crate) fn build(diag: &mut Diagnostics, read: Read, planner: Planner) -> Opt
     {
         diag.at("policy", "policy must name a policy file");
     }
-    let engine = build_engine(diag, &c.engine);
+    let engine = build_engine(diag, &c.engine, c.streams.0.len());
     let experiment = c.experiment.as_ref().map(|e| build_experiment(diag, e));
 
     let mut catalog = Catalog::default();
@@ -154,7 +155,19 @@ fn build_experiment(diag: &mut Diagnostics, e: &ExperimentConfig) -> ExperimentS
     ExperimentSpec { policies, repeat }
 }
 
-fn build_engine(diag: &mut Diagnostics, e: &EngineConfig) -> EngineSettings {
+/// `workers: auto`: live, the available cores less one source thread per stream;
+/// simulated, the modelled cores. At least 1, at most one per key shard.
+pub fn auto_workers(mode: Mode, cores: f64, streams: usize) -> usize {
+    let n = match mode {
+        Mode::Simulated => cores.floor() as usize,
+        Mode::Live => std::thread::available_parallelism()
+            .map_or(1, |c| c.get())
+            .saturating_sub(streams),
+    };
+    n.clamp(1, crate::core::shard::DEFAULT_SHARDS)
+}
+
+fn build_engine(diag: &mut Diagnostics, e: &EngineConfig, streams: usize) -> EngineSettings {
     let d = EngineSettings::default();
     let mut at_least_one = |key: &str, v: Option<usize>, default: usize| match v {
         Some(0) => {
@@ -164,7 +177,14 @@ fn build_engine(diag: &mut Diagnostics, e: &EngineConfig) -> EngineSettings {
         Some(v) => v,
         None => default,
     };
-    let workers = at_least_one("workers", e.workers, d.workers);
+    let workers = match e.workers {
+        // Resolved below, once the mode and the modelled cores are known.
+        Some(WorkersConfig::Auto) => 1,
+        Some(WorkersConfig::Count(n)) => {
+            at_least_one("workers", Some(usize::try_from(n).unwrap_or(usize::MAX)), 1)
+        }
+        None => d.workers,
+    };
     let batch_size = at_least_one("batch_size", e.batch_size, d.batch_size);
     let queue_capacity = at_least_one("queue_capacity", e.queue_capacity, d.queue_capacity);
     let queue_memory = match e.queue_memory {
@@ -214,10 +234,16 @@ fn build_engine(diag: &mut Diagnostics, e: &EngineConfig) -> EngineSettings {
         Some(c) => c.cores,
         None => d.cores,
     };
+    let mode = e.mode.unwrap_or(d.mode);
+    let workers_auto = e.workers == Some(WorkersConfig::Auto);
     EngineSettings {
-        mode: e.mode.unwrap_or(d.mode),
+        mode,
         cores,
-        workers,
+        workers: match workers_auto {
+            true => auto_workers(mode, cores, streams),
+            false => workers,
+        },
+        workers_auto,
         tick,
         batch_size,
         queue_capacity,

@@ -94,6 +94,46 @@ pub struct ExperimentConfig {
     pub repeat: Option<u32>,
 }
 
+/// `engine.workers`: a number of workers, or `auto` (see `EngineConfig::workers`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WorkersConfig {
+    Count(u64),
+    Auto,
+}
+
+impl<'de> Deserialize<'de> for WorkersConfig {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_any(WorkersVisitor)
+    }
+}
+
+struct WorkersVisitor;
+
+impl serde::de::Visitor<'_> for WorkersVisitor {
+    type Value = WorkersConfig;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("a number of workers (1 to 64) or `auto`")
+    }
+
+    fn visit_u64<E: serde::de::Error>(self, v: u64) -> Result<WorkersConfig, E> {
+        Ok(WorkersConfig::Count(v))
+    }
+
+    fn visit_i64<E: serde::de::Error>(self, v: i64) -> Result<WorkersConfig, E> {
+        u64::try_from(v)
+            .map(WorkersConfig::Count)
+            .map_err(|_| E::invalid_value(serde::de::Unexpected::Signed(v), &self))
+    }
+
+    fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<WorkersConfig, E> {
+        match v {
+            "auto" => Ok(WorkersConfig::Auto),
+            _ => Err(E::invalid_value(serde::de::Unexpected::Str(v), &self)),
+        }
+    }
+}
+
 /// `engine:` how the engine runs.
 #[derive(Clone, Debug, Default, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -102,12 +142,15 @@ pub struct EngineConfig {
     /// per-tuple `cost` of each query, reproducible bit for bit.
     #[serde(default)]
     pub mode: Option<Mode>,
-    /// Engine worker threads, 1 to 64 (default 1). With N > 1 (live runs), each worker
-    /// runs its own engine and controller on one core; a query grouped by a plain column
-    /// is split over all workers by key (64 key shards), any other query runs whole on one
-    /// worker. Results are the same as with one worker (see docs/workers.md).
+    /// Engine worker threads, 1 to 64, or `auto` (default 1). With N > 1 (live runs), each
+    /// worker runs its own engine and controller on one core; a query grouped by a plain
+    /// column is split over all workers by key (64 key shards), any other query runs whole
+    /// on one worker. Results are the same as with one worker (see docs/workers.md).
+    /// `auto`: live, the available cores minus one per stream (its source thread), at
+    /// least 1; simulated, `capacity.cores` rounded down, at least 1 (so a simulated run
+    /// stays the same on every machine).
     #[serde(default)]
-    pub workers: Option<usize>,
+    pub workers: Option<WorkersConfig>,
     /// How often sources emit what is due and the engine checks windows and load
     /// (default `100ms`). Shorter ticks mean smoother input, lower latency and a faster
     /// reaction to surges, at more overhead. At least `1ms`.

@@ -48,11 +48,12 @@ mod tests_sql;
 
 use std::path::Path;
 
+pub use build::auto_workers;
 pub use build_stream::MAX_RATE;
 pub use config::{
     EngineConfig, ExperimentConfig, FlowConfig, GeneratorConfig, QosConfig, QueryConfig,
     RetainConfig, SchedulerConfig, SinkConfig, SourceConfig, StreamConfig, ValueConfig,
-    WorkloadConfig,
+    WorkersConfig, WorkloadConfig,
 };
 pub use config_changes::{AddConfig, ChangeConfig, PatchConfig};
 pub use config_io::{FormatConfig, NexmarkConfig, NexmarkEventConfig, ReplayConfig, TcpConfig};

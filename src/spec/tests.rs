@@ -138,6 +138,7 @@ fn a_full_workload_parses_into_typed_values() {
         EngineSettings {
             mode: Mode::Simulated,
             workers: 1,
+            workers_auto: false,
             cores: 1.0,
             tick: 50_000_000,
             batch_size: 64,

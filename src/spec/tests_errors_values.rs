@@ -246,3 +246,33 @@ fn a_queue_memory_budget_is_a_size_of_at_least_a_mebibyte() {
         assert_eq!(w.engine.queue_memory, bytes, "{m}");
     }
 }
+
+/// `engine.workers: auto`: simulated, the modelled cores rounded down (the same on every
+/// machine); live, this machine's cores less one source thread per stream; at least 1 and
+/// at most 64 either way. Any other word, or a negative count, is a located error.
+#[test]
+fn workers_auto_resolves_by_mode_and_other_words_are_located() {
+    let doc = |engine: &str| {
+        format!(
+            "name: x\nengine: {engine}\nstreams: {{s: {{schema: {{k: int}}, rate: 1}}, \
+             t: {{schema: {{k: int}}, rate: 1}}}}\nqueries: {{q: {{sql: SELECT k FROM s}}}}\n"
+        )
+    };
+    for (cores, want) in [("4", 4), ("2.5", 2), ("0.5", 1), ("1000", 64)] {
+        let engine = format!("{{mode: simulated, workers: auto, capacity: {{cores: {cores}}}}}");
+        let w = parse_stub(&doc(&engine)).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(w.engine.workers, want, "cores {cores}");
+        assert!(w.engine.workers_auto);
+    }
+    let w = parse_stub(&doc("{workers: auto}")).unwrap_or_else(|e| panic!("{e}"));
+    let cores = std::thread::available_parallelism().map_or(1, |c| c.get());
+    assert_eq!(w.engine.workers, cores.saturating_sub(2).clamp(1, 64));
+    let w = parse_stub(&doc("{workers: 3}")).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!((w.engine.workers, w.engine.workers_auto), (3, false));
+    for bad in ["{workers: many}", "{workers: -2}"] {
+        let e = errors(&doc(bad));
+        assert_eq!(e.len(), 1, "{}", SpecErrors { errors: e.clone() });
+        assert_eq!((e[0].path.as_str(), e[0].line), ("engine.workers", 2));
+        assert!(e[0].message.contains("`auto`"), "{}", e[0].message);
+    }
+}

@@ -84,6 +84,9 @@ pub struct EngineSettings {
     pub mode: Mode,
     /// At least 1.
     pub workers: usize,
+    /// `workers: auto`: `workers` was resolved for `mode` (`build::auto_workers`); a run
+    /// that overrides the mode (`--simulated`) resolves it again.
+    pub workers_auto: bool,
     /// Positive.
     pub tick: Nanos,
     /// Tuples per batch, at least 1.
@@ -102,6 +105,7 @@ impl Default for EngineSettings {
         EngineSettings {
             mode: Mode::Live,
             workers: 1,
+            workers_auto: false,
             tick: 100_000_000,
             batch_size: 1024,
             queue_capacity: 1_000_000,
