@@ -133,13 +133,61 @@ pub fn parse_policy(text: &str, file: &str) -> Result<Policy, SpecErrors> {
             errors: vec![err(e.line, e.column, "", e.message())],
         });
     }
-    let cfg: PolicyConfig = serde_yaml::from_str(text).map_err(|e| {
+    let mut errors = Vec::new();
+    let whole = serde_yaml::from_str::<PolicyConfig>(text);
+    let cfg: PolicyConfig = match whole {
+        Ok(cfg) => cfg,
+        // Serde stops at the first bad key (a misspelt setting, an unknown kind): read the
+        // mapping again key by key, so that every key's error is reported, and the keys
+        // that read are still checked for meaning below.
+        Err(_) if two_or_more_keys(text) => {
+            let value: serde_yaml::Value = serde_yaml::from_str(text).unwrap_or_default();
+            let located = |d: super::de::DeError| {
+                let path = d.path.unwrap_or_default();
+                let (line, column) = super::locate::locate(text, &path);
+                let message = match d.message.contains("missing field `kind`") {
+                    true => KIND_REQUIRED.to_string(),
+                    false => d.message,
+                };
+                err(line, column, &path, message)
+            };
+            match super::de_entry::read_entry::<PolicyConfig>(&value, "") {
+                Ok(cfg) => cfg,
+                Err(entry) => {
+                    errors.extend(entry.errors.into_iter().map(located));
+                    match entry.rest {
+                        Some(cfg) => cfg,
+                        None => return Err(SpecErrors { errors }),
+                    }
+                }
+            }
+        }
+        Err(e) => return Err(yaml_error(e, &err)),
+    };
+    read_params(text, file, cfg, errors, &err)
+}
+
+/// What a policy file without `kind` is told.
+const KIND_REQUIRED: &str = "`kind` is required: none, tail-drop, random, semantic or window-aware";
+
+/// Whether `text` is a YAML mapping of two keys or more (one whose keys can be read one by
+/// one); a lone key's error is serde's own.
+fn two_or_more_keys(text: &str) -> bool {
+    matches!(serde_yaml::from_str::<serde_yaml::Value>(text), Ok(serde_yaml::Value::Mapping(m)) if m.len() > 1)
+}
+
+/// A policy file serde could not read, located, in words a user knows.
+fn yaml_error(
+    e: serde_yaml::Error,
+    err: &impl Fn(usize, usize, &str, String) -> SpecError,
+) -> SpecErrors {
+    {
         let (line, column) = e.location().map_or((1, 1), |l| (l.line(), l.column()));
         let raw = e.to_string();
         // serde_yaml appends the position we already print, and names Rust types.
         let raw = raw.split(" at line ").next().unwrap_or(&raw).to_string();
         let message = if raw.contains("missing field `kind`") || raw.contains("EOF") {
-            "`kind` is required: none, tail-drop, random, semantic or window-aware".to_string()
+            KIND_REQUIRED.to_string()
         } else if raw.contains("expected struct PolicyConfig") {
             "a policy file is a mapping such as `kind: random`".to_string()
         } else {
@@ -148,8 +196,18 @@ pub fn parse_policy(text: &str, file: &str) -> Result<Policy, SpecErrors> {
         SpecErrors {
             errors: vec![err(line, column, "", message)],
         }
-    })?;
-    let mut errors = Vec::new();
+    }
+}
+
+/// The parameters of a read policy file, every value checked; `errors` holds what reading
+/// it already found.
+fn read_params(
+    text: &str,
+    file: &str,
+    cfg: PolicyConfig,
+    mut errors: Vec<SpecError>,
+    err: &impl Fn(usize, usize, &str, String) -> SpecError,
+) -> Result<Policy, SpecErrors> {
     let d = PolicyParams::default();
     let mut check =
         |path: &str, v: Option<f64>, ok: fn(f64) -> bool, range: &str, default: f64| match v {
@@ -299,5 +357,35 @@ mod tests {
         assert!(e.to_string().contains("p.yaml:1:7"), "{e}");
         let e = parse_policy("kind: random\nheadrom: 0.5\n", "p.yaml").unwrap_err();
         assert!(e.to_string().contains("unknown field `headrom`"), "{e}");
+    }
+
+    /// A misspelt key does not hide the other keys' errors: each is reported, located.
+    #[test]
+    fn an_unknown_key_does_not_hide_the_others() {
+        let text = "kind: random\nheadrom: 0.5\nmelt: -1\nfeedback: {kp: -2}\n";
+        let e = parse_policy(text, "p.yaml").unwrap_err();
+        let all = e.to_string();
+        assert_eq!(e.errors.len(), 3, "{all}");
+        assert!(
+            all.contains("p.yaml:2:1: headrom: unknown field `headrom`"),
+            "{all}"
+        );
+        assert!(
+            all.contains("p.yaml:3:1: melt: melt must be 0 or more, got -1"),
+            "{all}"
+        );
+        assert!(
+            all.contains("feedback.kp: feedback.kp must be 0 or more, got -2"),
+            "{all}"
+        );
+        // A key that fails to read is reported next to the unknown one.
+        let e = parse_policy("kind: fastest\nheadrom: 0.5\n", "p.yaml").unwrap_err();
+        let all = e.to_string();
+        assert_eq!(e.errors.len(), 2, "{all}");
+        assert!(
+            all.contains("p.yaml:1:") && all.contains("`fastest`"),
+            "{all}"
+        );
+        assert!(all.contains("p.yaml:2:1: headrom: unknown field"), "{all}");
     }
 }
