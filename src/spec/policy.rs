@@ -140,8 +140,12 @@ pub fn parse_policy(text: &str, file: &str) -> Result<Policy, SpecErrors> {
         // Serde stops at the first bad key (a misspelt setting, an unknown kind): read the
         // mapping again key by key, so that every key's error is reported, and the keys
         // that read are still checked for meaning below.
-        Err(_) if two_or_more_keys(text) => {
-            let value: serde_yaml::Value = serde_yaml::from_str(text).unwrap_or_default();
+        Err(e) => {
+            // A lone key's error is serde's own.
+            let value = match serde_yaml::from_str::<serde_yaml::Value>(text) {
+                Ok(serde_yaml::Value::Mapping(m)) if m.len() > 1 => serde_yaml::Value::Mapping(m),
+                _ => return Err(yaml_error(e, &err)),
+            };
             let located = |d: super::de::DeError| {
                 let path = d.path.unwrap_or_default();
                 let (line, column) = super::locate::locate(text, &path);
@@ -162,19 +166,12 @@ pub fn parse_policy(text: &str, file: &str) -> Result<Policy, SpecErrors> {
                 }
             }
         }
-        Err(e) => return Err(yaml_error(e, &err)),
     };
     read_params(text, file, cfg, errors, &err)
 }
 
 /// What a policy file without `kind` is told.
 const KIND_REQUIRED: &str = "`kind` is required: none, tail-drop, random, semantic or window-aware";
-
-/// Whether `text` is a YAML mapping of two keys or more (one whose keys can be read one by
-/// one); a lone key's error is serde's own.
-fn two_or_more_keys(text: &str) -> bool {
-    matches!(serde_yaml::from_str::<serde_yaml::Value>(text), Ok(serde_yaml::Value::Mapping(m)) if m.len() > 1)
-}
 
 /// A policy file serde could not read, located, in words a user knows.
 fn yaml_error(

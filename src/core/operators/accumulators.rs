@@ -49,30 +49,7 @@ impl Acc {
         }
     }
 
-    /// Makes `slot` exist and hold the identity of the aggregate.
-    pub fn reset(&mut self, slot: usize) {
-        fn set<T: Copy>(v: &mut Vec<T>, slot: usize, x: T) {
-            if slot >= v.len() {
-                v.resize(slot + 1, x);
-            }
-            v[slot] = x;
-        }
-        match self {
-            Acc::Count(v) | Acc::SumInt(v) => set(v, slot, 0),
-            Acc::SumFloat(v) => set(v, slot, 0.0),
-            Acc::Avg { sum, n } => {
-                set(sum, slot, 0.0);
-                set(n, slot, 0);
-            }
-            Acc::AvgOf { .. } => {}
-            Acc::MinInt(v) => set(v, slot, i64::MAX),
-            Acc::MaxInt(v) => set(v, slot, i64::MIN),
-            Acc::MinFloat(v) => set(v, slot, f64::INFINITY),
-            Acc::MaxFloat(v) => set(v, slot, f64::NEG_INFINITY),
-        }
-    }
-
-    /// `reset` of every slot in `from..to`, in one pass per column.
+    /// Makes slots `from..to` exist and hold the identity of the aggregate, in one pass.
     pub fn reset_range(&mut self, from: usize, to: usize) {
         fn fill<T: Copy>(v: &mut Vec<T>, from: usize, to: usize, x: T) {
             if to > v.len() {

@@ -129,15 +129,7 @@ impl Scaling {
         }
     }
 
-    /// Makes `slot` exist and exact (the only per-group work on the exact path).
-    pub fn reset(&mut self, slot: usize) {
-        if slot >= self.lossy.len() {
-            self.lossy.resize(slot + 1, false);
-        }
-        self.lossy[slot] = false;
-    }
-
-    /// `reset` of every slot in `from..to`.
+    /// Makes slots `from..to` exist and exact (the only per-group work on the exact path).
     pub fn reset_range(&mut self, from: usize, to: usize) {
         if to > self.lossy.len() {
             self.lossy.resize(to, false);

@@ -194,12 +194,9 @@ pub fn run_live_workers(
                                 let now = clock.now();
                                 b.arrival.iter_mut().for_each(|a| *a = now);
                             }
-                            let send = |k: usize, p: Part| {
-                                let _ = txs[k].send(ToWorker::Part(stream, Box::new(p)));
-                            };
                             match &mut joins[stream] {
                                 Some(join) => {
-                                    join.add(&mut sharded.router, &b, send);
+                                    join.add(&mut sharded.router, &b, send_part(&txs, stream));
                                 }
                                 None => {
                                     let b = Arc::new(b);
@@ -230,9 +227,7 @@ pub fn run_live_workers(
                 // The source has nothing ready: what was joined goes out now, before any
                 // marker, change or other stream's batch.
                 if let Some(join) = &mut joins[stream] {
-                    join.drain(&sharded.router, |k, p| {
-                        let _ = txs[k].send(ToWorker::Part(stream, Box::new(p)));
-                    });
+                    join.drain(&sharded.router, send_part(&txs, stream));
                 }
                 all_done &= link.done;
             }
@@ -336,4 +331,11 @@ pub fn run_live_workers(
     };
     observers.event(Event::RunEnded(Box::new(summary.clone())));
     summary
+}
+
+/// Sends worker `k` its part of a batch of `stream` (a worker that has gone is told nothing).
+fn send_part(txs: &[Sender<ToWorker>], stream: usize) -> impl FnMut(usize, Part) + '_ {
+    move |k, p| {
+        let _ = txs[k].send(ToWorker::Part(stream, Box::new(p)));
+    }
 }

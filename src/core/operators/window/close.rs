@@ -233,24 +233,6 @@ impl WindowAggregate {
         due: Nanos,
         out: &mut Output,
     ) {
-        let (nkeys, naggs) = (self.plan.keys.len(), self.plan.aggs.len());
-        let out = &mut out.rows;
-        for (k, &v) in key.iter().enumerate().take(nkeys) {
-            match (&mut out.columns[k], self.plan.key_types[k]) {
-                (Column::Int(o), _) => o.push(v),
-                (Column::Float(o), _) => o.push(f64::from_bits(v as u64)),
-                (Column::Bool(o), _) => o.push(v != 0),
-                (Column::Str(o), DataType::Str) => o.push(&self.interners[k].names[v as usize]),
-                (c, t) => unreachable!("key column {c:?} of type {t}"),
-            }
-        }
-        let base = nkeys + naggs;
-        for (i, v) in [(base, start), (base + 1, end)] {
-            match &mut out.columns[i] {
-                Column::Int(o) => o.push(v),
-                c => unreachable!("window bound column {c:?}"),
-            }
-        }
-        out.arrival.push(due);
+        self.push_keys_and_bounds(1, |_| key, (start, end), due, out);
     }
 }

@@ -62,19 +62,7 @@ impl GroupState {
 
     /// Makes `slot` exist and hold the identity of every aggregate, exact and complete.
     pub(super) fn reset(&mut self, slot: usize) {
-        for acc in &mut self.accs {
-            acc.reset(slot);
-        }
-        self.scaling.reset(slot);
-        let v = &mut self.value_keep;
-        if slot >= v.len() {
-            v.resize(slot + 1, 1.0);
-        }
-        v[slot] = 1.0;
-        if slot >= self.lossy_seq.len() {
-            self.lossy_seq.resize(slot + 1, u64::MAX);
-        }
-        self.lossy_seq[slot] = u64::MAX;
+        self.reset_range(slot, slot + 1);
     }
 
     /// `reset` of every slot in `from..to` (a table's new slots, which are contiguous).
