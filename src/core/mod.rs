@@ -12,6 +12,7 @@ pub mod expr;
 pub mod held;
 pub mod indexset;
 mod ingest;
+pub mod latency_runs;
 mod lost_time;
 pub mod operators;
 pub mod plan;

@@ -8,14 +8,19 @@
 use hdrhistogram::Histogram;
 
 use super::drop::{DropCounts, DropReason};
+use super::latency_runs::{Combine, Runs, bucketize, combine, quantiles};
 use super::schema::Nanos;
 
 /// Latency histogram in nanoseconds: 1 µs .. 1 h at 2 significant digits (a value is
 /// reported within 1% of what was recorded), about 27 KB. Three digits would cost 190 KB
 /// per histogram, which thousands of standing queries cannot afford.
 pub fn latency_histogram() -> Histogram<u64> {
-    Histogram::new_with_bounds(1_000, 3_600_000_000_000, 2).expect("static bounds are valid")
+    Histogram::new_with_bounds(LATENCY_MIN, LATENCY_MAX, 2).expect("static bounds are valid")
 }
+
+/// The latency histogram's bounds (ns): a query's latencies are recorded clamped to them.
+pub const LATENCY_MIN: u64 = 1_000;
+pub const LATENCY_MAX: u64 = 3_600_000_000_000;
 
 /// A latency histogram allocated at its first value, so a query that has produced no
 /// result costs a null pointer, not a histogram.
@@ -94,14 +99,70 @@ pub struct QueryStats {
     /// p50, p99 and max of `latency`, kept by `Engine::refresh_quantiles` until the next
     /// value (a quantile is a pass over the buckets: thousands of queries, every tick).
     pub quantiles: Option<[u64; 3]>,
+    /// The latency records since the last `fold_runs`, as recorded (`(value, count)`).
+    tick_raw: Runs,
+    /// What `latency_tick` holds, as runs (`core::latency_runs`), up to the last
+    /// `fold_runs`.
+    tick_runs: Runs,
+    /// What `latency` holds, as runs, up to the last `fold_runs`, and their total count.
+    run_runs: Runs,
+    run_total: u64,
+    /// Where `run_runs` is rebuilt.
+    runs_buf: Runs,
 }
 
 impl QueryStats {
     pub fn record_latency(&mut self, latency: Nanos) {
-        let v = latency.max(1_000) as u64;
+        let v = (latency.max(0) as u64).clamp(LATENCY_MIN, LATENCY_MAX);
         self.quantiles = None;
         self.latency.record(v);
         self.latency_tick.record(v);
+        self.tick_raw.push((v, 1));
+    }
+
+    /// Folds the latencies recorded since the last call into the runs of this tick and of
+    /// the whole run, and caches the whole run's p50, p99 and max from them: work in
+    /// proportion to what was recorded, not to the histograms' buckets.
+    pub fn fold_runs(&mut self) {
+        let Some(h) = self.latency.get() else {
+            return;
+        };
+        if !self.tick_raw.is_empty() {
+            bucketize(&mut self.tick_raw, h);
+            self.run_total += self.tick_raw.iter().map(|r| r.1).sum::<u64>();
+            combine(
+                &mut self.runs_buf,
+                &self.run_runs,
+                &self.tick_raw,
+                Combine::Add,
+            );
+            std::mem::swap(&mut self.run_runs, &mut self.runs_buf);
+            combine(
+                &mut self.runs_buf,
+                &self.tick_runs,
+                &self.tick_raw,
+                Combine::Add,
+            );
+            std::mem::swap(&mut self.tick_runs, &mut self.runs_buf);
+            self.tick_raw.clear();
+        }
+        if self.quantiles.is_none() {
+            let [p50, p99] = quantiles(&self.run_runs, self.run_total, [0.5, 0.99]);
+            self.quantiles = Some([p50, p99, h.max()]);
+        }
+    }
+
+    /// This tick's latencies as runs, as of the last `fold_runs`.
+    pub fn tick_runs(&self) -> &[(u64, u64)] {
+        &self.tick_runs
+    }
+
+    /// Empties the tick's latencies (histogram and runs), folding what was recorded since
+    /// the last `fold_runs` into the whole run's runs first.
+    pub fn reset_tick(&mut self) {
+        self.fold_runs();
+        self.latency_tick.reset();
+        self.tick_runs.clear();
     }
 
     /// The latencies of rows emitted at `now` that arrived at `arrivals`: runs of one
@@ -111,7 +172,7 @@ impl QueryStats {
             return;
         }
         self.quantiles = None;
-        let latency = |a: Nanos| (now - a).max(1_000) as u64;
+        let latency = |a: Nanos| ((now - a).max(0) as u64).clamp(LATENCY_MIN, LATENCY_MAX);
         let mut i = 0;
         while i < arrivals.len() {
             // A run of one latency; a row that arrived with the one before it (the common
@@ -126,6 +187,7 @@ impl QueryStats {
             let n = (j - i) as u64;
             self.latency.record_n(v, n);
             self.latency_tick.record_n(v, n);
+            self.tick_raw.push((v, n));
             i = j;
         }
     }
@@ -224,6 +286,41 @@ mod tests {
         s.quantiles = Some([1, 2, 3]);
         s.record_latencies(0, &[]);
         assert_eq!(s.quantiles, Some([1, 2, 3]));
+    }
+
+    /// Folded runs read as the histograms do, tick after tick, whether a tick is folded
+    /// once or several times, and latencies beyond the bounds are clamped alike.
+    #[test]
+    fn folded_runs_hold_what_the_histograms_hold() {
+        let runs_of = |h: &Histogram<u64>| -> Vec<(u64, u64)> {
+            h.iter_recorded()
+                .map(|x| {
+                    (
+                        h.highest_equivalent(x.value_iterated_to()),
+                        x.count_at_value(),
+                    )
+                })
+                .collect()
+        };
+        let mut s = QueryStats::default();
+        let mut now: Nanos = 10_000_000_000_000; // beyond the 1 h bound from 0
+        for tick in 0..6i64 {
+            for b in 0..40i64 {
+                now += 1_000_000;
+                let arrivals: Vec<Nanos> = (0..(b % 7)).map(|i| now - i * 3_701 * tick).collect();
+                s.record_latencies(now, &arrivals);
+                s.record_latency(b * 999_983 - 5);
+                if b == 20 {
+                    s.fold_runs(); // a fold mid-tick (a snapshot) changes nothing
+                }
+            }
+            s.record_latencies(now, &[0]);
+            s.fold_runs();
+            assert_eq!(s.tick_runs(), runs_of(s.latency_tick.get().unwrap()));
+            assert_eq!(s.quantiles, Some(s.latency.quantiles()), "tick {tick}");
+            s.reset_tick();
+            assert!(s.tick_runs().is_empty() && s.latency_tick.get().unwrap().is_empty());
+        }
     }
 
     #[test]

@@ -12,6 +12,8 @@ use std::collections::VecDeque;
 
 use hdrhistogram::Histogram;
 
+use crate::core::latency_runs::{Combine, combine};
+
 /// One tick's recorded latencies: `(highest equivalent value, count)`, ascending.
 type Tick = Vec<(u64, u64)>;
 
@@ -42,6 +44,22 @@ impl LatencyWindow {
 
     /// Ends a tick whose latencies are `tick` (`None`: nothing recorded).
     pub fn push(&mut self, tick: Option<&Histogram<u64>>) {
+        self.expire();
+        if let Some(h) = tick.filter(|h| !h.is_empty()) {
+            let mut v = self.spare.pop().unwrap_or_default();
+            v.extend(h.iter_recorded().map(|x| {
+                (
+                    h.highest_equivalent(x.value_iterated_to()),
+                    x.count_at_value(),
+                )
+            }));
+            self.add(v);
+        }
+        self.end_tick();
+    }
+
+    /// Starts a tick: the ticks it pushes out of the window leave `whole`.
+    fn expire(&mut self) {
         self.now += 1;
         while let Some((t, _)) = self.ticks.front()
             && t + self.len <= self.now
@@ -52,20 +70,30 @@ impl LatencyWindow {
             v.clear();
             self.spare.push(v);
         }
-        if let Some(h) = tick.filter(|h| !h.is_empty()) {
+    }
+
+    /// `push` of a tick whose latencies are `runs` (`core::latency_runs`: what its
+    /// histogram holds, read without a pass over every bucket; empty: nothing recorded).
+    pub fn push_runs(&mut self, runs: &[(u64, u64)]) {
+        self.expire();
+        if !runs.is_empty() {
             let mut v = self.spare.pop().unwrap_or_default();
-            v.extend(h.iter_recorded().map(|x| {
-                (
-                    h.highest_equivalent(x.value_iterated_to()),
-                    x.count_at_value(),
-                )
-            }));
-            combine(&mut self.buf, &self.whole, &v, Combine::Add);
-            std::mem::swap(&mut self.whole, &mut self.buf);
-            self.ticks.push_back((self.now, v));
+            v.extend_from_slice(runs);
+            self.add(v);
         }
+        self.end_tick();
+    }
+
+    /// Adds the tick `v` (runs) as the newest.
+    fn add(&mut self, v: Tick) {
+        combine(&mut self.buf, &self.whole, &v, Combine::Add);
+        std::mem::swap(&mut self.whole, &mut self.buf);
+        self.ticks.push_back((self.now, v));
+    }
+
+    /// Gives an idle query's buffers back.
+    fn end_tick(&mut self) {
         if self.ticks.is_empty() {
-            // An idle query gives its buffers back.
             self.spare = Vec::new();
             self.whole = Vec::new();
             self.buf = Vec::new();
@@ -151,41 +179,6 @@ impl MergeScratch {
         }
         &self.a
     }
-}
-
-#[derive(Clone, Copy, PartialEq)]
-enum Combine {
-    Add,
-    Subtract,
-}
-
-/// `out` = `whole` plus or minus `tick` (both ascending with each value once, as a tick
-/// from a histogram is; a subtracted tick is one that was added): each value once, ascending, zero counts dropped.
-fn combine(out: &mut Tick, whole: &[(u64, u64)], tick: &[(u64, u64)], op: Combine) {
-    out.clear();
-    let (mut i, mut j) = (0, 0);
-    while j < tick.len() {
-        let (v, c) = tick[j];
-        while i < whole.len() && whole[i].0 < v {
-            out.push(whole[i]);
-            i += 1;
-        }
-        let mut sum = if i < whole.len() && whole[i].0 == v {
-            i += 1;
-            whole[i - 1].1
-        } else {
-            0
-        };
-        match op {
-            Combine::Add => sum += c,
-            Combine::Subtract => sum = sum.saturating_sub(c),
-        }
-        if sum > 0 {
-            out.push((v, sum));
-        }
-        j += 1;
-    }
-    out.extend_from_slice(&whole[i..]);
 }
 
 /// Appends the ascending `x` and `y` to `out`, merged.

@@ -272,8 +272,9 @@ impl Monitor {
             }
             // Slide the latency window by one tick. The tick's histogram is taken from the
             // engine, which gets the last one back to empty (`reset_tick_latency` below).
+            // Its latencies are read as runs (`refresh_quantiles` above folded them).
             engine.swap_tick_latency(qi, &mut t.last_tick);
-            t.latency.push(t.last_tick.as_deref());
+            t.latency.push_runs(engine.tick_runs(qi));
             if let Some((hist, stream, obs)) = &mut t.value {
                 hist.decay(VALUE_DECAY);
                 let counts = &engine.value_counts(*stream, *obs).counts;

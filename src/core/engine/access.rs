@@ -102,21 +102,26 @@ impl Engine {
         self.queries[q].stats.latency_tick.swap(h);
     }
 
+    /// Query `q`'s latencies of this tick as runs (`core::latency_runs`), as of the last
+    /// `refresh_quantiles`: what its tick histogram holds, without a pass over its buckets.
+    pub fn tick_runs(&self, q: usize) -> &[(u64, u64)] {
+        self.queries[q].stats.tick_runs()
+    }
+
     /// Empties every query's tick histogram. An empty one is left alone (clearing one costs
     /// a pass over its buckets, and most of many queries record nothing in a tick).
     pub fn reset_tick_latency(&mut self) {
         for q in &mut self.queries {
-            q.stats.latency_tick.reset();
+            q.stats.reset_tick();
         }
     }
 
-    /// Caches each query's run-long latency quantiles where new values came in since, so
-    /// that a `snapshot` every tick costs a quiet query no pass over its histogram.
+    /// Folds each query's latencies recorded since the last call into its runs
+    /// (`tick_runs`) and caches its run-long quantiles where new values came in since: a
+    /// `snapshot` every tick then costs no query a pass over its histograms.
     pub fn refresh_quantiles(&mut self) {
         for q in &mut self.queries {
-            if q.stats.quantiles.is_none() && q.stats.latency.get().is_some() {
-                q.stats.quantiles = Some(q.stats.latency.quantiles());
-            }
+            q.stats.fold_runs();
         }
     }
 
