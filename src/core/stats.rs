@@ -18,6 +18,10 @@ pub fn latency_histogram() -> Histogram<u64> {
     Histogram::new_with_bounds(LATENCY_MIN, LATENCY_MAX, 2).expect("static bounds are valid")
 }
 
+/// `QueryStats` folds its raw latency records into runs once it holds this many, whether
+/// or not a monitor asks (16 bytes each: 64 KB per query at most).
+const FOLD_AT: usize = 4096;
+
 /// The latency histogram's bounds (ns): a query's latencies are recorded clamped to them.
 pub const LATENCY_MIN: u64 = 1_000;
 pub const LATENCY_MAX: u64 = 3_600_000_000_000;
@@ -118,6 +122,15 @@ impl QueryStats {
         self.latency.record(v);
         self.latency_tick.record(v);
         self.tick_raw.push((v, 1));
+        self.fold_if_full();
+    }
+
+    /// Folds once `tick_raw` holds `FOLD_AT` records: an engine without a monitor (a
+    /// bench, a library user) never calls `fold_runs`, and its records must not pile up.
+    fn fold_if_full(&mut self) {
+        if self.tick_raw.len() >= FOLD_AT {
+            self.fold_runs();
+        }
     }
 
     /// Folds the latencies recorded since the last call into the runs of this tick and of
@@ -190,6 +203,7 @@ impl QueryStats {
             self.tick_raw.push((v, n));
             i = j;
         }
+        self.fold_if_full();
     }
 }
 
@@ -321,6 +335,20 @@ mod tests {
             s.reset_tick();
             assert!(s.tick_runs().is_empty() && s.latency_tick.get().unwrap().is_empty());
         }
+    }
+
+    /// Without a monitor nobody calls `fold_runs`: the raw records stay bounded, and what
+    /// they fold into still reads as the histograms do.
+    #[test]
+    fn raw_records_stay_bounded_without_a_monitor() {
+        let mut s = QueryStats::default();
+        for i in 0..50_000i64 {
+            s.record_latency(1_000 + (i * 7_919) % 5_000_000);
+            assert!(s.tick_raw.len() < FOLD_AT);
+        }
+        s.fold_runs();
+        assert_eq!(s.run_total, 50_000);
+        assert_eq!(s.quantiles, Some(s.latency.quantiles()));
     }
 
     #[test]
