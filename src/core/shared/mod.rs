@@ -1,15 +1,15 @@
 //! Shared evaluation of many queries on one stream: a predicate index per (stream, column)
 //! evaluates one conjunct of every member query's WHERE clause for a whole batch at once.
-//! Range conjuncts (`x > c`, `x >= c`, `x < c`, `x <= c`) are sorted thresholds: a binary
-//! search of the row's value finds the matching queries as one contiguous run. Equality
-//! conjuncts on int and string columns are a hash map from constant to queries. A row costs
-//! a few binary searches or lookups plus one push per query it matches, whatever the number
-//! of queries.
+//! Range conjuncts (`x > c`, `x >= c`, `x < c`, `x <= c`) are sorted thresholds, routed
+//! member by member from the loosest (`ranges`). Equality conjuncts on int and string
+//! columns are a hash map from constant to queries. A row costs a comparison per range
+//! kind or a lookup, plus one step per query it matches, whatever the number of queries.
 //!
 //! Invariant: after `route`, `rows(slot)` holds, in ascending order, exactly the rows of the
 //! batch for which that member's indexed conjunct is true (as `Expr::eval` computes it).
 
 pub mod extract;
+mod ranges;
 
 use std::sync::Arc;
 
@@ -17,95 +17,7 @@ use rustc_hash::FxHashMap;
 
 use super::batch::{Batch, Column};
 pub use extract::{Cmp, Indexable, Key, indexable, split};
-
-/// Member queries of one comparison kind, sorted by threshold (ascending).
-#[derive(Debug, Default)]
-struct Ranges<T> {
-    keys: Vec<T>,
-    slots: Vec<u32>,
-}
-
-impl<T: PartialOrd + Copy> Ranges<T> {
-    fn build(mut v: Vec<(T, u32)>) -> Ranges<T> {
-        // Keys are never NaN (`extract` keeps NaN constants out), so this order is total.
-        v.sort_by(|a, b| a.0.partial_cmp(&b.0).expect("no NaN thresholds"));
-        Ranges {
-            keys: v.iter().map(|p| p.0).collect(),
-            slots: v.iter().map(|p| p.1).collect(),
-        }
-    }
-
-    /// How many sorted keys satisfy `below` (a prefix): a value beyond either end of the
-    /// keys (most rows, when each member matches a few percent) costs one comparison, not
-    /// a binary search.
-    #[inline]
-    fn split(&self, below: impl Fn(T) -> bool) -> usize {
-        match (self.keys.first(), self.keys.last()) {
-            (Some(&lo), _) if !below(lo) => 0,
-            (_, Some(&hi)) if below(hi) => self.keys.len(),
-            _ => self.keys.partition_point(|&c| below(c)),
-        }
-    }
-
-    /// The members whose threshold `c` satisfies `below(c)`, a prefix of the sorted keys.
-    #[inline]
-    fn prefix(&self, below: impl Fn(T) -> bool) -> &[u32] {
-        &self.slots[..self.split(below)]
-    }
-
-    /// The members from the first threshold `c` with `!below(c)` on, a suffix.
-    #[inline]
-    fn suffix(&self, below: impl Fn(T) -> bool) -> &[u32] {
-        &self.slots[self.split(below)..]
-    }
-}
-
-/// The four range kinds over one column.
-#[derive(Debug, Default)]
-struct RangeSet<T> {
-    gt: Ranges<T>,
-    ge: Ranges<T>,
-    lt: Ranges<T>,
-    le: Ranges<T>,
-}
-
-impl<T: PartialOrd + Copy> RangeSet<T> {
-    fn build(members: &[(Cmp, T, u32)]) -> RangeSet<T> {
-        let of = |k: Cmp| {
-            Ranges::build(
-                members
-                    .iter()
-                    .filter(|m| m.0 == k)
-                    .map(|m| (m.1, m.2))
-                    .collect(),
-            )
-        };
-        RangeSet {
-            gt: of(Cmp::Gt),
-            ge: of(Cmp::Ge),
-            lt: of(Cmp::Lt),
-            le: of(Cmp::Le),
-        }
-    }
-
-    /// Pushes `row` to every member whose range holds `x` (not NaN).
-    #[inline]
-    fn route(&self, x: T, row: u32, rows: &mut [Vec<u32>]) {
-        let mut push = |s: &[u32]| s.iter().for_each(|&s| rows[s as usize].push(row));
-        if !self.gt.keys.is_empty() {
-            push(self.gt.prefix(|c| c < x)); // x > c
-        }
-        if !self.ge.keys.is_empty() {
-            push(self.ge.prefix(|c| c <= x)); // x >= c
-        }
-        if !self.lt.keys.is_empty() {
-            push(self.lt.suffix(|c| c <= x)); // x < c
-        }
-        if !self.le.keys.is_empty() {
-            push(self.le.suffix(|c| c < x)); // x <= c
-        }
-    }
-}
+use ranges::RangeSet;
 
 /// The index of one column.
 #[derive(Debug)]
@@ -128,37 +40,35 @@ enum ColumnIndex {
 }
 
 impl ColumnIndex {
-    fn route(&self, batch: &Batch, rows: &mut [Vec<u32>]) {
+    /// Appends each row of `batch` to the members whose conjunct on this column it
+    /// passes. `cand_f` and `cand_i` are scratch for range routing.
+    fn route(
+        &self,
+        batch: &Batch,
+        rows: &mut [Vec<u32>],
+        cand_f: &mut Vec<(f64, u32)>,
+        cand_i: &mut Vec<(i64, u32)>,
+    ) {
         match self {
             ColumnIndex::Float {
                 column,
                 from_int,
                 ranges,
             } => match (&batch.columns[*column], from_int) {
-                (Column::Float(v), false) => {
-                    for (i, &x) in v.iter().enumerate() {
-                        if !x.is_nan() {
-                            ranges.route(x, i as u32, rows);
-                        }
-                    }
-                }
-                (Column::Int(v), true) => {
-                    for (i, &x) in v.iter().enumerate() {
-                        ranges.route(x as f64, i as u32, rows);
-                    }
-                }
+                (Column::Float(v), false) => ranges.route(v, |x| x, cand_f, rows),
+                (Column::Int(v), true) => ranges.route(v, |x| x as f64, cand_f, rows),
                 _ => unreachable!("index column type fixed at plan time"),
             },
             ColumnIndex::Int { column, ranges, eq } => {
                 let Column::Int(v) = &batch.columns[*column] else {
                     unreachable!("index column type fixed at plan time")
                 };
-                for (i, &x) in v.iter().enumerate() {
-                    ranges.route(x, i as u32, rows);
-                    if !eq.is_empty()
-                        && let Some(s) = eq.get(&x)
-                    {
-                        s.iter().for_each(|&s| rows[s as usize].push(i as u32));
+                ranges.route(v, |x| x, cand_i, rows);
+                if !eq.is_empty() {
+                    for (i, x) in v.iter().enumerate() {
+                        if let Some(s) = eq.get(x) {
+                            s.iter().for_each(|&s| rows[s as usize].push(i as u32));
+                        }
                     }
                 }
             }
@@ -198,6 +108,9 @@ pub struct SharedIndex {
     slot_of: Vec<u32>,
     /// Per slot: the rows of the last routed batch its conjunct passes.
     rows: Vec<Vec<u32>>,
+    /// Scratch for range routing (`ranges`): candidate rows with their values.
+    cand_f: Vec<(f64, u32)>,
+    cand_i: Vec<(i64, u32)>,
 }
 
 const NONE: u32 = u32::MAX;
@@ -278,6 +191,8 @@ impl SharedIndex {
             members: members.iter().map(|m| m.0).collect(),
             slot_of,
             rows: vec![Vec::new(); members.len()],
+            cand_f: Vec::new(),
+            cand_i: Vec::new(),
         }
     }
 
@@ -295,7 +210,7 @@ impl SharedIndex {
     pub fn route(&mut self, batch: &Batch) {
         self.rows.iter_mut().for_each(Vec::clear);
         for c in &self.columns {
-            c.route(batch, &mut self.rows);
+            c.route(batch, &mut self.rows, &mut self.cand_f, &mut self.cand_i);
         }
     }
 
