@@ -129,7 +129,7 @@ impl QueryStats {
     /// bench, a library user) never calls `fold_runs`, and its records must not pile up.
     fn fold_if_full(&mut self) {
         if self.tick_raw.len() >= FOLD_AT {
-            self.fold_runs();
+            self.fold_raw();
         }
     }
 
@@ -137,32 +137,41 @@ impl QueryStats {
     /// the whole run, and caches the whole run's p50, p99 and max from them: work in
     /// proportion to what was recorded, not to the histograms' buckets.
     pub fn fold_runs(&mut self) {
-        let Some(h) = self.latency.get() else {
-            return;
-        };
-        if !self.tick_raw.is_empty() {
-            bucketize(&mut self.tick_raw, h);
-            self.run_total += self.tick_raw.iter().map(|r| r.1).sum::<u64>();
-            combine(
-                &mut self.runs_buf,
-                &self.run_runs,
-                &self.tick_raw,
-                Combine::Add,
-            );
-            std::mem::swap(&mut self.run_runs, &mut self.runs_buf);
-            combine(
-                &mut self.runs_buf,
-                &self.tick_runs,
-                &self.tick_raw,
-                Combine::Add,
-            );
-            std::mem::swap(&mut self.tick_runs, &mut self.runs_buf);
-            self.tick_raw.clear();
-        }
-        if self.quantiles.is_none() {
+        self.fold_raw();
+        if self.quantiles.is_none()
+            && let Some(h) = self.latency.get()
+        {
             let [p50, p99] = quantiles(&self.run_runs, self.run_total, [0.5, 0.99]);
             self.quantiles = Some([p50, p99, h.max()]);
         }
+    }
+
+    /// The runs part of `fold_runs`, without the quantiles: what a recording in progress
+    /// may call (its cache is stale until it is done).
+    fn fold_raw(&mut self) {
+        let Some(h) = self.latency.get() else {
+            return;
+        };
+        if self.tick_raw.is_empty() {
+            return;
+        }
+        bucketize(&mut self.tick_raw, h);
+        self.run_total += self.tick_raw.iter().map(|r| r.1).sum::<u64>();
+        combine(
+            &mut self.runs_buf,
+            &self.run_runs,
+            &self.tick_raw,
+            Combine::Add,
+        );
+        std::mem::swap(&mut self.run_runs, &mut self.runs_buf);
+        combine(
+            &mut self.runs_buf,
+            &self.tick_runs,
+            &self.tick_raw,
+            Combine::Add,
+        );
+        std::mem::swap(&mut self.tick_runs, &mut self.runs_buf);
+        self.tick_raw.clear();
     }
 
     /// This tick's latencies as runs, as of the last `fold_runs`.
@@ -201,9 +210,11 @@ impl QueryStats {
             self.latency.record_n(v, n);
             self.latency_tick.record_n(v, n);
             self.tick_raw.push((v, n));
+            // Inside the loop: one call may bring a merged batch's rows, each with its
+            // own latency.
+            self.fold_if_full();
             i = j;
         }
-        self.fold_if_full();
     }
 }
 
@@ -346,8 +357,12 @@ mod tests {
             s.record_latency(1_000 + (i * 7_919) % 5_000_000);
             assert!(s.tick_raw.len() < FOLD_AT);
         }
+        // One call with 20,000 rows of distinct latencies (a merged batch).
+        let arrivals: Vec<Nanos> = (0..20_000i64).map(|i| i * 1_013).collect();
+        s.record_latencies(40_000_000, &arrivals);
+        assert!(s.tick_raw.len() < FOLD_AT && s.tick_raw.capacity() <= 2 * FOLD_AT);
         s.fold_runs();
-        assert_eq!(s.run_total, 50_000);
+        assert_eq!(s.run_total, 70_000);
         assert_eq!(s.quantiles, Some(s.latency.quantiles()));
     }
 
