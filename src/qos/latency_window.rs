@@ -129,7 +129,8 @@ impl LatencyWindow {
         };
         let (&(highest, _), total) = (merged.last()?, merged.iter().map(|&(_, c)| c).sum::<u64>());
         Some(ps.map(|p| {
-            let rank = (((p.clamp(0.0, 100.0) / 100.0) * total as f64 + 0.5) as u64).max(1);
+            // As `value_at_quantile`: the rank is the fractional count rounded up.
+            let rank = (((p.clamp(0.0, 100.0) / 100.0) * total as f64).ceil() as u64).max(1);
             let mut seen = 0;
             merged
                 .iter()
@@ -235,7 +236,8 @@ mod tests {
 
     proptest::proptest! {
         /// The merged percentiles are those of all the ticks' values sorted together (the
-        /// rule before the merge), for any number of ticks, windows and percentiles.
+        /// rule before the merge), and those of one histogram of the same ticks, for any
+        /// number of ticks, windows and percentiles.
         #[test]
         fn merged_percentiles_match_a_sort(
             ticks in proptest::collection::vec(
@@ -266,7 +268,7 @@ mod tests {
             let total: u64 = all.iter().map(|&(_, c)| c).sum();
             for &p in &ps {
                 let expected = (!all.is_empty()).then(|| {
-                    let rank = (((p / 100.0) * total as f64 + 0.5) as u64).max(1);
+                    let rank = (((p / 100.0) * total as f64).ceil() as u64).max(1);
                     let mut seen = 0;
                     all.iter()
                         .find(|&&(_, c)| {
@@ -276,6 +278,17 @@ mod tests {
                         .map_or(all[all.len() - 1].0, |&(v, _)| v)
                 });
                 proptest::prop_assert_eq!(w.percentile(p, last, &mut scratch), expected);
+            }
+            // And those of one histogram of the same ticks, as the module promises.
+            let mut hsum = latency_histogram();
+            for h in hists.iter().rev().take(last.min(10)) {
+                hsum.add(h).unwrap();
+            }
+            for &p in ps.iter().filter(|&&p| p > 0.0 && !hsum.is_empty()) {
+                proptest::prop_assert_eq!(
+                    w.percentile(p, last, &mut scratch),
+                    Some(hsum.value_at_percentile(p))
+                );
             }
             // The kept sum is the window's ticks added up, value by value.
             let mut sum = std::collections::BTreeMap::new();
