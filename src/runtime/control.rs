@@ -18,7 +18,6 @@ mod backlog;
 mod guard;
 mod queries;
 mod rest;
-mod rows_memory;
 mod templates;
 mod thin;
 
@@ -96,8 +95,6 @@ pub struct Controller {
     /// Consecutive ticks that changed nothing but the time, and the planner state before
     /// the last one (`rest.rs`).
     rest: rest::Rest,
-    /// Each grouped window's last informative emission (`rows_memory.rs`).
-    rows_memory: rows_memory::RowsMemory,
 }
 
 /// What the control loop saw over a whole run, for the summary.
@@ -171,7 +168,6 @@ impl Controller {
             last: None,
             switch: None,
             rest: rest::Rest::default(),
-            rows_memory: rows_memory::RowsMemory::default(),
             history: RunHistory {
                 stream_min_keep: vec![1.0; engine.stream_count()],
                 query_min_keep: vec![1.0; engine.query_count()],
@@ -296,23 +292,6 @@ impl Controller {
                 q.queued as f64 * known(model_cost(self.model_costs.as_deref(), qi, q.cost))
             })
             .sum();
-        // Emission as the planner should read it: a grouped window shed to nothing keeps
-        // its last measured rows (`rows_memory.rs`).
-        let emission: Vec<rows_memory::Emission> = qos
-            .queries
-            .iter()
-            .enumerate()
-            .map(|(qi, q)| {
-                let rate = qos.streams.get(q.stream).map_or(0.0, |s| s.rate);
-                let grouped = matches!(self.rows_shapes.get(qi), Some(Rows::Grouped { .. }));
-                let now = rows_memory::Emission {
-                    rows: q.row_rate,
-                    keep: q.delivered,
-                    row_cost: q.row_cost,
-                };
-                self.rows_memory.note(qi, grouped, rate, now)
-            })
-            .collect();
         let input = ShedInput {
             model_error: qos.model_error,
             backlog: self.backlog.note(now, queued_work),
@@ -359,16 +338,16 @@ impl Controller {
                         row_cost: if self.model_costs.is_some() {
                             0.0
                         } else {
-                            emission[qi].row_cost
+                            q.row_cost
                         },
                         fixed: if self.model_costs.is_some() {
                             0.0
                         } else {
                             q.fixed_cost
                         },
-                        rows: emission[qi].rows,
+                        rows: q.row_rate,
                         keys: self.key_columns[qi].is_some(),
-                        keep_now: emission[qi].keep,
+                        keep_now: q.delivered,
                         rows_shape: self.rows_shapes[qi],
                         loss: spec.and_then(|s| s.loss_tolerance.as_ref()),
                         weight: spec.map_or(1.0, |s| s.weight),
