@@ -18,6 +18,7 @@ mod backlog;
 mod guard;
 mod queries;
 mod rest;
+mod rows_memory;
 mod templates;
 mod thin;
 
@@ -95,6 +96,8 @@ pub struct Controller {
     /// Consecutive ticks that changed nothing but the time, and the planner state before
     /// the last one (`rest.rs`).
     rest: rest::Rest,
+    /// Each grouped window's last informative emission (`rows_memory.rs`).
+    rows_memory: rows_memory::RowsMemory,
 }
 
 /// What the control loop saw over a whole run, for the summary.
@@ -168,6 +171,7 @@ impl Controller {
             last: None,
             switch: None,
             rest: rest::Rest::default(),
+            rows_memory: rows_memory::RowsMemory::default(),
             history: RunHistory {
                 stream_min_keep: vec![1.0; engine.stream_count()],
                 query_min_keep: vec![1.0; engine.query_count()],
@@ -292,6 +296,24 @@ impl Controller {
                 q.queued as f64 * known(model_cost(self.model_costs.as_deref(), qi, q.cost))
             })
             .sum();
+        // A grouped window shed to nothing: its last measured emission, for pricing its
+        // re-admission (`rows_memory.rs`).
+        let remembered: Vec<Option<rows_memory::Emission>> = qos
+            .queries
+            .iter()
+            .enumerate()
+            .map(|(qi, q)| {
+                let rate = qos.streams.get(q.stream).map_or(0.0, |s| s.rate);
+                let grouped = matches!(self.rows_shapes.get(qi), Some(Rows::Grouped { .. }));
+                let now = rows_memory::Emission {
+                    rows: q.row_rate,
+                    keep: q.delivered,
+                    row_cost: q.row_cost,
+                };
+                let e = self.rows_memory.note(qi, grouped, rate, now);
+                (e != now && self.model_costs.is_none()).then_some(e)
+            })
+            .collect();
         let input = ShedInput {
             model_error: qos.model_error,
             backlog: self.backlog.note(now, queued_work),
@@ -363,6 +385,7 @@ impl Controller {
                             target: t as f64,
                             measured: q.latency.map(|l| l as f64),
                         }),
+                        remembered: remembered[qi],
                     }
                 })
                 .collect(),

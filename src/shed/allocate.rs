@@ -217,8 +217,19 @@ pub(super) fn allocate(
             .iter()
             .enumerate()
             .map(|(i, q)| {
+                // A grouped query shed to nothing that this plan re-admits: priced at its
+                // last measured emission, not at its faded rows (`QueryInput::remembered`).
+                let priced = match q.remembered {
+                    Some(e) if keeps[i] > 0.0 => QueryInput {
+                        rows: e.rows,
+                        keep_now: e.keep,
+                        row_cost: e.row_cost,
+                        ..*q
+                    },
+                    _ => *q,
+                };
                 load_at(
-                    q,
+                    &priced,
                     rate_of(input, q),
                     keeps[i],
                     shape_of(q, &modes[i]),

@@ -202,6 +202,19 @@ pub struct QueryInput<'a> {
     pub windowed: bool,
     /// Latency target and measurement, if the query has a target.
     pub latency: Option<LatencyInput>,
+    /// For a grouped window shed to (almost) nothing: its last informative emission, what
+    /// re-admitting it at a small keep costs (its own `rows` have faded to 0). The
+    /// allocation prices the keeps it chooses with it; the demand at keep 1 does not.
+    pub remembered: Option<Emission>,
+}
+
+/// A query's emission as last measured: rows per second at keep fraction `keep`, and ns of
+/// work per row.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Emission {
+    pub rows: f64,
+    pub keep: f64,
+    pub row_cost: f64,
 }
 
 impl QueryInput<'_> {
@@ -225,6 +238,7 @@ impl QueryInput<'_> {
             value: None,
             windowed: false,
             latency: None,
+            remembered: None,
         }
     }
 }

@@ -37,8 +37,8 @@ mod tests_plan;
 pub use feedback::{Feedback, Gains, MAX_STEP, latency_error, latency_miss};
 pub use greedy::{Cover, GreedyQuery, Move, MoveTarget, cover, cover_shared};
 pub use input::{
-    BacklogInput, LatencyInput, PolicyParams, QueryInput, ShedInput, ShedKind, StreamInput,
-    ValueQos,
+    BacklogInput, Emission, LatencyInput, PolicyParams, QueryInput, ShedInput, ShedKind,
+    StreamInput, ValueQos,
 };
 pub use model::{Rows, load_at, rows_at};
 pub use placement::{Merged, merge_at_streams};

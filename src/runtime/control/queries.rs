@@ -65,6 +65,7 @@ impl Controller {
         self.monitor.remove_query(engine, q);
         self.removed[q] = true;
         self.targets[q] = None;
+        self.rows_memory.forget(q);
     }
 
     /// Switches the shedding policy from the next tick on: every drop point keeps
