@@ -32,6 +32,17 @@ pub fn bucketize(raw: &mut Runs, h: &Histogram<u64>) {
     });
 }
 
+/// Appends what `h` holds to `out` as runs (each recorded bucket's highest equivalent
+/// value and count, ascending).
+pub fn extend_from_histogram(out: &mut Runs, h: &Histogram<u64>) {
+    out.extend(h.iter_recorded().map(|x| {
+        (
+            h.highest_equivalent(x.value_iterated_to()),
+            x.count_at_value(),
+        )
+    }));
+}
+
 /// Whether `combine` adds or takes away.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub enum Combine {

@@ -12,7 +12,7 @@ use std::collections::VecDeque;
 
 use hdrhistogram::Histogram;
 
-use crate::core::latency_runs::{Combine, combine};
+use crate::core::latency_runs::{Combine, combine, extend_from_histogram};
 
 /// One tick's recorded latencies: `(highest equivalent value, count)`, ascending.
 type Tick = Vec<(u64, u64)>;
@@ -47,12 +47,7 @@ impl LatencyWindow {
         self.expire();
         if let Some(h) = tick.filter(|h| !h.is_empty()) {
             let mut v = self.spare.pop().unwrap_or_default();
-            v.extend(h.iter_recorded().map(|x| {
-                (
-                    h.highest_equivalent(x.value_iterated_to()),
-                    x.count_at_value(),
-                )
-            }));
+            extend_from_histogram(&mut v, h);
             self.add(v);
         }
         self.end_tick();
