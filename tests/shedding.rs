@@ -309,6 +309,31 @@ fn window_aware_emits_only_exact_windows() {
     assert!(shed.p99(0, 2 * S, 5 * S) <= 300 * MS);
 }
 
+/// A model four times too low admits four times what the engine can take; the feedback
+/// (a step of at most `MAX_STEP` a tick), the refits and the queue ceilings
+/// (`runtime/control/drain.rs`, which hand what they take out back to the correction)
+/// together hold the targets once the surge's first second is over, and the correction
+/// ends up carrying the model's error.
+#[test]
+fn queue_ceilings_hold_the_target_when_the_cost_model_is_4x_too_low() {
+    let w = workload(&step_workload(100_000_000));
+    let declared: Vec<f64> = w.queries.iter().map(|q| q.cost.unwrap() as f64).collect();
+    let run = simulate(&w, policy("random"), 4.0, Some(declared));
+    for (q, target) in TARGETS.iter().enumerate() {
+        let p99 = run.p99(q, 3 * S, 6 * S);
+        assert!(p99 <= *target, "query {q}: p99 {:.1} ms", p99 as f64 / 1e6);
+    }
+    // The correction took the model's error: the plan at 5 s prices the queries at about
+    // four times the declared cost (m / scale well under 1/2).
+    let p = &run.at(5 * S).plan;
+    assert!(
+        p.correction / p.model_scale < 0.5,
+        "m {:.2}, scale {:.2}",
+        p.correction,
+        p.model_scale
+    );
+}
+
 #[test]
 fn feedback_holds_the_target_when_the_cost_model_is_2x_too_low() {
     let w = workload(&step_workload(100_000_000));

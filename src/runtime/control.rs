@@ -15,6 +15,7 @@ use crate::spec::{Policy, QosSpec, Workload};
 
 mod apply;
 mod backlog;
+mod drain;
 mod guard;
 mod queries;
 mod rest;
@@ -98,6 +99,8 @@ pub struct Controller {
     rest: rest::Rest,
     /// Each grouped window's last informative emission (`rows_memory.rs`).
     rows_memory: rows_memory::RowsMemory,
+    /// Per query, a ceiling on its keep from its own queue's growth (`drain.rs`).
+    ceilings: drain::Ceilings,
 }
 
 /// What the control loop saw over a whole run, for the summary.
@@ -172,6 +175,7 @@ impl Controller {
             switch: None,
             rest: rest::Rest::default(),
             rows_memory: rows_memory::RowsMemory::default(),
+            ceilings: drain::Ceilings::default(),
             history: RunHistory {
                 stream_min_keep: vec![1.0; engine.stream_count()],
                 query_min_keep: vec![1.0; engine.query_count()],
@@ -405,6 +409,28 @@ impl Controller {
         };
         let mut p = plan(&input, &mut self.state);
         hold_guard_cuts(engine, &mut p, &guarded, &streams_of(&qos));
+        if !matches!(self.policy.params.kind, ShedKind::None | ShedKind::TailDrop) {
+            let thinned = self
+                .last
+                .as_ref()
+                .map(|r| r.thinned_queries.as_slice())
+                .unwrap_or_default();
+            // At the model's scale, as the plan's loads are.
+            let removed = self.ceilings.apply(&qos, &self.qos, thinned, now, &mut p)
+                * self.state.model_scale();
+            p.expected_input = (p.expected_input - removed).max(0.0);
+            p.expected_load = (p.expected_load - removed).max(0.0);
+            // What the ceilings took out, the model under-priced: the next target is lower
+            // by it, a small step a tick (`drain::HAND_BACK`), and the feedback carries on
+            // from there.
+            if p.target > 0.0 {
+                self.state.lower_correction(
+                    removed / p.target,
+                    drain::HAND_BACK,
+                    self.policy.params.correction_min,
+                );
+            }
+        }
         // Work the admitted input is predicted to bring over the next tick, with the fixed
         // work the capacity was reduced by.
         self.predicted = Some(p.expected_input + fixed);

@@ -111,6 +111,23 @@ impl ShedState {
     pub fn last_plan(&self) -> Option<&ShedPlan> {
         self.last.as_ref()
     }
+
+    /// Lowers the correction by `share` of the target (at most `step`, never under `min`):
+    /// work an inner loop had to take out of the last plan (the runtime's queue ceilings)
+    /// is work the model under-priced, and the next plan must hear of it, as a feedback
+    /// that saw the latency it prevented would have.
+    pub fn lower_correction(&mut self, share: f64, step: f64, min: f64) {
+        if !(share.is_finite() && share > 0.0) {
+            return;
+        }
+        let m = self.feedback.correction();
+        let lowered = (m * (1.0 - share.min(1.0)))
+            .max(m - step.clamp(0.0, MAX_STEP))
+            .max(min);
+        if lowered < m {
+            self.feedback.reset(lowered);
+        }
+    }
 }
 
 pub(super) fn non_negative(x: f64) -> f64 {
