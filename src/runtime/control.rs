@@ -416,8 +416,14 @@ impl Controller {
                 .map(|r| r.thinned_queries.as_slice())
                 .unwrap_or_default();
             // At the model's scale, as the plan's loads are.
-            let removed = self.ceilings.apply(&qos, &self.qos, thinned, now, &mut p)
-                * self.state.model_scale();
+            let removed = self.ceilings.apply(
+                &qos,
+                &self.qos,
+                self.model_costs.as_deref(),
+                thinned,
+                now,
+                &mut p,
+            ) * p.model_scale;
             p.expected_input = (p.expected_input - removed).max(0.0);
             p.expected_load = (p.expected_load - removed).max(0.0);
             // What the ceilings took out, the model under-priced: the next target is lower

@@ -24,6 +24,7 @@
 //! Invariant: only a shedding plan's random drops are lowered, never a lossless query's;
 //! a ceiling stays in `[0, 1)` or is absent, and all ceilings go when shedding stops.
 
+use super::apply::model_cost;
 use crate::qos::loss_utility;
 use crate::runtime::monitor::QosSnapshot;
 use crate::shed::{QueryDrop, ShedPlan};
@@ -59,6 +60,10 @@ pub(super) struct Ceilings {
     served: Vec<f64>,
     /// Per query: the ceiling on its delivered share, if any.
     ceiling: Vec<Option<f64>>,
+    /// Per query lowered at the last `apply`: the keep it would have without the one-tick
+    /// drain, below which thinning must not go (the drain already counts on serving the
+    /// queue; thinning it as well would shed it twice).
+    thin_floor: Vec<Option<f64>>,
     /// When the last tick was measured (ns).
     at: Option<i64>,
 }
@@ -131,10 +136,12 @@ impl Ceilings {
     /// Measures the tick ending at `now` from `qos` (the queries' QoS in force in `specs`,
     /// `thinned` per query by the last plan) and lowers `p`'s keeps to the ceilings.
     /// Returns the work (ns/s, at the measured costs) the ceilings took out of `p`.
+    /// Work is priced as the plan prices it: at `declared` costs when the model has them.
     pub(super) fn apply(
         &mut self,
         qos: &QosSnapshot,
         specs: &[Option<QosSpec>],
+        declared: Option<&[f64]>,
         thinned: &[u64],
         now: i64,
         p: &mut ShedPlan,
@@ -154,7 +161,7 @@ impl Ceilings {
                     thinned: thinned.get(q).copied().unwrap_or(0),
                     stream: m.stream,
                     stream_rate: qos.streams.get(m.stream).map_or(0.0, |s| s.rate),
-                    cost: m.cost,
+                    cost: model_cost(declared, q, m.cost),
                     target: m.target.filter(|_| sheddable),
                 }
             })
@@ -176,15 +183,19 @@ impl Ceilings {
         self.seen.resize(n, (0, 0, 0));
         self.served.resize(n, 0.0);
         self.ceiling.resize(n, None);
+        self.thin_floor.clear();
+        self.thin_floor.resize(n, None);
         let mut removed = 0.0;
         for (q, k) in counters.iter().enumerate() {
-            let (was_offered, was_processed, was_queued) =
-                std::mem::replace(&mut self.seen[q], (k.offered, k.processed, k.queued));
+            let was = std::mem::replace(&mut self.seen[q], (k.offered, k.processed, k.queued));
+            let (was_offered, was_processed, was_queued) = was;
+            // A query added during the tick has counters for part of it only.
+            let fresh = was == (0, 0, 0);
             let served = k.processed.saturating_sub(was_processed) as f64;
             let rate = if secs > 0.0 { served / secs } else { 0.0 };
             let before = std::mem::replace(&mut self.served[q], rate);
             let asked = match k.target {
-                Some(t) if p.shedding => ceiling_of(QueueTick {
+                Some(t) if p.shedding && !fresh => ceiling_of(QueueTick {
                     served: served.max(before * secs),
                     before: was_queued as f64,
                     after: k.queued as f64,
@@ -209,13 +220,50 @@ impl Ceilings {
             };
             if let Some(cap) = cap {
                 let spec = specs.get(q).and_then(Option::as_ref);
+                let planned = p.delivered.get(q).copied().unwrap_or(1.0);
                 let cut = lower(p, q, k.stream, cap, spec);
-                if cut > 0.0 && k.stream_rate.is_finite() && k.cost.is_finite() {
-                    removed += cut * k.stream_rate.max(0.0) * k.cost.max(0.0);
+                if cut > 0.0 {
+                    self.thin_floor[q] = c.map(|c| c.min(planned));
+                    if k.stream_rate.is_finite() && k.cost.is_finite() {
+                        removed += cut * k.stream_rate.max(0.0) * k.cost.max(0.0);
+                    }
                 }
             }
         }
+        if removed > 0.0 {
+            p.weighted_utility = weighted(specs, &p.utility);
+        }
         removed
+    }
+
+    /// The keep below which a plan's thinning must not take query `q`'s queue: set when
+    /// the last `apply` lowered it, to its keep without the one-tick drain.
+    pub(super) fn thin_floor(&self, q: usize) -> Option<f64> {
+        self.thin_floor.get(q).copied().flatten()
+    }
+}
+
+/// `sum w_q * u_q / sum w_q` at the queries' weights (1 without QoS or a usable weight),
+/// as the planner weighs a plan's utility.
+fn weighted(specs: &[Option<QosSpec>], utility: &[f64]) -> f64 {
+    let weight = |q: usize| {
+        specs
+            .get(q)
+            .and_then(Option::as_ref)
+            .map(|s| s.weight)
+            .filter(|w| w.is_finite() && *w > 0.0)
+            .unwrap_or(1.0)
+    };
+    let total: f64 = (0..utility.len()).map(weight).sum();
+    if total > 0.0 {
+        utility
+            .iter()
+            .enumerate()
+            .map(|(q, u)| weight(q) * u)
+            .sum::<f64>()
+            / total
+    } else {
+        1.0
     }
 }
 
@@ -381,6 +429,12 @@ mod tests {
             );
             // The query without a target (lossless) is never capped.
             assert_eq!(p.delivered[1], 0.5);
+            // A thinning this tick stops at the keep without the drain, and the plan's
+            // weighted utility counts the cut.
+            let floor = c.thin_floor(0).unwrap();
+            assert!((floor - 340e3 / 900e3).abs() < 1e-9, "{floor}");
+            assert_eq!(c.thin_floor(1), None);
+            assert!(p.weighted_utility < plan().weighted_utility);
             assert!(
                 (removed - (0.5 - now) * 18e6 * 50.0).abs() < 1e-3,
                 "{removed}"
@@ -400,7 +454,8 @@ mod tests {
             "{:?}",
             p.delivered
         );
-        // It keeps rising while nothing grows, and is gone once the plan's keep is under it.
+        // It keeps rising while nothing grows, and stops biting once the plan's keep is
+        // under it.
         let mut p = plan();
         c.apply_counters(
             &counters(6 * 900_000, 5 * 340_000 + 850_000, 40_000),

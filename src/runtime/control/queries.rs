@@ -84,6 +84,7 @@ impl Controller {
         self.installed_queue = true;
         self.policy = policy;
         self.state = ShedState::new();
+        self.ceilings = Default::default();
         self.history.policy_switches += 1;
     }
 }
