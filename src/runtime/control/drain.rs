@@ -60,10 +60,6 @@ pub(super) struct Ceilings {
     served: Vec<f64>,
     /// Per query: the ceiling on its delivered share, if any.
     ceiling: Vec<Option<f64>>,
-    /// Per query lowered at the last `apply`: the keep it would have without the one-tick
-    /// drain, below which thinning must not go (the drain already counts on serving the
-    /// queue; thinning it as well would shed it twice).
-    thin_floor: Vec<Option<f64>>,
     /// When the last tick was measured (ns).
     at: Option<i64>,
 }
@@ -183,8 +179,6 @@ impl Ceilings {
         self.seen.resize(n, (0, 0, 0));
         self.served.resize(n, 0.0);
         self.ceiling.resize(n, None);
-        self.thin_floor.clear();
-        self.thin_floor.resize(n, None);
         let mut removed = 0.0;
         for (q, k) in counters.iter().enumerate() {
             let was = std::mem::replace(&mut self.seen[q], (k.offered, k.processed, k.queued));
@@ -220,13 +214,9 @@ impl Ceilings {
             };
             if let Some(cap) = cap {
                 let spec = specs.get(q).and_then(Option::as_ref);
-                let planned = p.delivered.get(q).copied().unwrap_or(1.0);
                 let cut = lower(p, q, k.stream, cap, spec);
-                if cut > 0.0 {
-                    self.thin_floor[q] = c.map(|c| c.min(planned));
-                    if k.stream_rate.is_finite() && k.cost.is_finite() {
-                        removed += cut * k.stream_rate.max(0.0) * k.cost.max(0.0);
-                    }
+                if cut > 0.0 && k.stream_rate.is_finite() && k.cost.is_finite() {
+                    removed += cut * k.stream_rate.max(0.0) * k.cost.max(0.0);
                 }
             }
         }
@@ -234,12 +224,6 @@ impl Ceilings {
             p.weighted_utility = weighted(specs, &p.utility);
         }
         removed
-    }
-
-    /// The keep below which a plan's thinning must not take query `q`'s queue: set when
-    /// the last `apply` lowered it, to its keep without the one-tick drain.
-    pub(super) fn thin_floor(&self, q: usize) -> Option<f64> {
-        self.thin_floor.get(q).copied().flatten()
     }
 }
 
@@ -429,11 +413,7 @@ mod tests {
             );
             // The query without a target (lossless) is never capped.
             assert_eq!(p.delivered[1], 0.5);
-            // A thinning this tick stops at the keep without the drain, and the plan's
-            // weighted utility counts the cut.
-            let floor = c.thin_floor(0).unwrap();
-            assert!((floor - 340e3 / 900e3).abs() < 1e-9, "{floor}");
-            assert_eq!(c.thin_floor(1), None);
+            // The plan's weighted utility counts the cut.
             assert!(p.weighted_utility < plan().weighted_utility);
             assert!(
                 (removed - (0.5 - now) * 18e6 * 50.0).abs() < 1e-3,

@@ -65,10 +65,9 @@ impl Controller {
                 || engine
                     .oldest_queued(q)
                     .is_some_and(|a| (now - a) as f64 >= GUARD * t);
-            // A queue ceiling's one-tick drain counts on serving this queue: not below the
-            // keep it would have without it (`drain.rs`).
-            let goal = (keep * p.streams.get(stream).copied().unwrap_or(1.0))
-                .max(self.ceilings.thin_floor(q).unwrap_or(0.0));
+            // A queue ceiling's one-tick drain is thinned to as well (`drain.rs`): the
+            // queue goes at once rather than over the tick.
+            let goal = keep * p.streams.get(stream).copied().unwrap_or(1.0);
             // A plan that pauses a query (keep 0) empties its late queue too, though the
             // pause may come from this very backlog (its melt claims capacity): left to
             // drain, the simulated 7x surge's sliding window came out at 784 ms against
