@@ -260,3 +260,33 @@ fn everything_at_once_on_a_step() {
     // planner now recovers by a bounded step when nothing is queued.
     assert_holds("all disturbances, step", &check(&r, 8, &[2, 4]));
 }
+
+#[test]
+fn a_cost_model_that_over_prices_the_work_1_5x_on_sustained_3x() {
+    // The model believes the declared costs; the engine does the work in two thirds of
+    // that time. Live, with the correction and the headroom both at 1, such a model left the
+    // engine waiting for input a fifth to a third of each shedding tick. The idle lift
+    // hands that time out, and the targets still hold.
+    let w = workload(&shape("450000", 8, false));
+    let declared: Vec<f64> = w.queries.iter().map(|q| q.cost.unwrap() as f64).collect();
+    let r = simulate_disturbed(
+        &w,
+        policy("random"),
+        1.0 / 1.5,
+        Some(declared),
+        Disturbances {
+            cost_jitter: 0.2,
+            seed: 8,
+            ..Disturbances::default()
+        },
+    );
+    assert_holds("over-priced 1.5x, 3x", &check(&r, 8, &[0]));
+    let late = &r.at(7 * S).plan;
+    assert!(
+        late.lift > 1.3,
+        "the lift took up the model's error: lift {:.2}, m {:.2}, headroom {:.2}",
+        late.lift,
+        late.correction,
+        late.headroom
+    );
+}

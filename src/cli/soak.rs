@@ -49,8 +49,8 @@ pub struct SoakArgs {
     #[arg(long)]
     pub print: bool,
     /// Write a line per control tick to FILE (the last shape's run): time, whether
-    /// shedding, demand over the capacity target, the model correction, headroom, busy and
-    /// ingest shares, then per query the share of its input the plan delivers (stream and
+    /// shedding, demand over the capacity target, the model correction, headroom, idle
+    /// lift, busy, ingest and idle shares, the lowest keep installed, then per query the share of its input the plan delivers (stream and
     /// query drop points together), its queue depth and the largest latency
     /// recorded in the tick (ms). For finding what a second over target came from.
     #[arg(long, value_name = "FILE")]
@@ -276,13 +276,14 @@ fn header(args: &SoakArgs, shapes: usize) {
         }
     );
     outln!(
-        "{:<7} {:>8} {:>13} {:>22} {:>5} {:>5} {:>6} {:>5} {:>6} {:>5} {:>5} {:>5}",
+        "{:<7} {:>8} {:>13} {:>22} {:>5} {:>5} {:>5} {:>6} {:>5} {:>6} {:>5} {:>5} {:>5}",
         "shape",
         "capacity",
         "over (>1 s)",
         "worst p99/target",
         "busy",
         "ingst",
+        "idle",
         "keep",
         "util",
         "model±",

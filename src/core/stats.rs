@@ -284,6 +284,9 @@ pub struct EngineSnapshot {
     pub queries: Vec<QuerySnapshot>,
     /// Engine-thread time outside query turns so far (ns).
     pub overhead: u64,
+    /// Engine-thread time spent waiting for input with nothing to do so far (ns; live
+    /// runs with one engine thread only, 0 otherwise).
+    pub idle: u64,
     /// What the input queues hold in memory now, every shared batch once (bytes; `Held`).
     pub queued_bytes: u64,
     /// The most they held at once so far (bytes).

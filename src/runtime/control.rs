@@ -8,8 +8,8 @@ use crate::core::schema::Nanos;
 use crate::runtime::controls::PolicySwitch;
 use crate::runtime::monitor::{Monitor, QosSnapshot};
 use crate::shed::{
-    LatencyInput, QueryDrop, QueryInput, Rows, ShedInput, ShedKind, ShedPlan, ShedState,
-    StreamInput, ValueQos, plan,
+    IDLE_TARGET, LatencyInput, QueryDrop, QueryInput, Rows, ShedInput, ShedKind, ShedPlan,
+    ShedState, StreamInput, ValueQos, plan,
 };
 use crate::spec::{Policy, QosSpec, Workload};
 
@@ -321,6 +321,7 @@ impl Controller {
         let input = ShedInput {
             model_error: qos.model_error,
             backlog: self.backlog.note(now, queued_work),
+            idle: qos.idle,
             streams: qos
                 .streams
                 .iter()
@@ -421,7 +422,7 @@ impl Controller {
                 &self.qos,
                 self.model_costs.as_deref(),
                 thinned,
-                now,
+                qos.idle > IDLE_TARGET * self.capacity,
                 &mut p,
             ) * p.model_scale;
             p.expected_input = (p.expected_input - removed).max(0.0);

@@ -133,6 +133,10 @@ pub fn run_live_managed(
     let mut spent = Vec::new();
     let mut frontiers: Vec<Nanos> = Vec::with_capacity(links.len());
     loop {
+        // What this pass does not record as busy, overhead or idle (the inner guard, the
+        // control API, publishing keeps to the sources) is overhead too: engine time no
+        // query can have.
+        let pass = (clock.now(), engine.accounted());
         let since = clock.since_start();
         if announced.check(&stop, since, observers) {
             break;
@@ -205,7 +209,9 @@ pub fn run_live_managed(
             if engine.has_results() {
                 emit(&mut engine, outputs, &clock, &mut spent, observers, since);
             }
+            let idle_from = clock.now();
             wait_for_input(&links, Duration::from_millis(1));
+            engine.record_idle(clock.now() - idle_from);
         }
         if since >= next_tick {
             let t0 = clock.now();
@@ -242,6 +248,8 @@ pub fn run_live_managed(
             engine.record_overhead(clock.now() - t0 - closing);
             next_tick = since + tick;
         }
+        let recorded = engine.accounted().saturating_sub(pass.1) as Nanos;
+        engine.record_overhead(clock.now() - pass.0 - recorded);
     }
     sources_stop.store(true, Ordering::Relaxed);
     let mut aborted = stop.is_aborted();

@@ -393,6 +393,7 @@ impl Monitor {
             streams,
             queries,
             busy: busy_total / (dt * 1e9),
+            idle: snap.idle.saturating_sub(prev.idle) as f64 / dt,
             overhead,
             ingest_cost,
             violations: self.violations,
@@ -411,6 +412,7 @@ pub fn zeroed(s: &EngineSnapshot) -> EngineSnapshot {
         st.dropped = [0; crate::core::drop::DropReason::COUNT];
     }
     z.overhead = 0;
+    z.idle = 0;
     for q in &mut z.queries {
         q.offered = 0;
         q.dropped = [0; crate::core::drop::DropReason::COUNT];

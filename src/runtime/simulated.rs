@@ -224,12 +224,13 @@ pub fn run_simulated_script(
                 &mut on_emit,
                 observers,
             );
-            // A flushed removal processed its queue: that work takes virtual time too.
+            // A flushed removal processed its queue: that work takes virtual time too. It
+            // is engine overhead: the query's final ledger was published at its removal.
             if let Ok(Outcome::Removed { index, removal }) = &applied {
                 let done = removal.ledger.processed - before[*index];
                 let cost = costs[*index] as f64 * settings.cost_scale;
                 let busy = (cost * done as f64).round() as Nanos;
-                engine.record_busy(*index, busy);
+                engine.record_overhead(busy);
                 now += (busy as f64 / cores).round() as Nanos;
             }
             // A scripted change was validated with the workload; one that still fails
@@ -334,6 +335,9 @@ pub fn run_simulated_script(
                 next_tick = last + tick;
             }
             generated_to = land.min(idle::slice_reaching(next_tick, generated_to));
+            let waited = (generated_to + SLICE - now).max(0);
+            // Every core waits for input over the jump: capacity no plan used.
+            engine.record_idle((waited as f64 * cores).round() as Nanos);
             now = now.max(generated_to + SLICE);
         } else {
             break;

@@ -64,9 +64,14 @@ pub fn status_lines(r: &ControlReport, at: Nanos, shedding_policy: bool) -> Stri
             },
             if p.shedding {
                 format!(
-                    "shedding (model correction {:.2}, headroom {:.2}{}{})",
+                    "shedding (model correction {:.2}, headroom {:.2}{}{}{})",
                     p.correction,
                     p.headroom,
+                    if p.lift > 1.005 {
+                        format!(", idle lift {:.2}", p.lift)
+                    } else {
+                        String::new()
+                    },
                     r.qos
                         .model_error
                         .map(|e| format!(", model error {:+.0}%", 100.0 * e))

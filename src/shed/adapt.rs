@@ -1,8 +1,9 @@
-//! Adapting the planner to what it observes: adaptive headroom from latency slack, and
-//! refitting the load model when the feedback correction sits at a bound. Invariant: the
-//! headroom stays in `[H, 1]` and the model scale in `[1 / SCALE_LIMIT, SCALE_LIMIT]`.
+//! Adapting the planner to what it observes: adaptive headroom from latency slack, the
+//! idle lift from capacity the engine left unused, and refitting the load model when the
+//! feedback correction sits at a bound. Invariant: the headroom stays in `[H, 1]`, the lift
+//! in `[1, LIFT_MAX]` and the model scale in `[1 / SCALE_LIMIT, SCALE_LIMIT]`.
 
-use super::input::PolicyParams;
+use super::input::{PolicyParams, QueryInput};
 use super::plan::ShedPlan;
 use super::planner::ShedState;
 
@@ -23,6 +24,75 @@ const HEADROOM_UP: f64 = 0.01;
 const HEADROOM_DOWN: f64 = 0.05;
 /// "Ample slack": the worst latency error (share of target to spare below the setpoint).
 const AMPLE_SLACK: f64 = 0.3;
+
+/// The idle lift: a shedding plan may leave the engine waiting for input this share of
+/// the time before the target rises (the engine's own loop, its clock reads and its
+/// batches' arrival leave a little idle time in any plan).
+pub const IDLE_TARGET: f64 = 0.05;
+/// The lift rises by at most this factor's excess over 1 in one tick (`1 + 0.1`): the
+/// idle share a plan leaves is measured a tick after it is installed.
+const LIFT_STEP: f64 = 0.1;
+/// The lift falls by this factor a tick once a latency is above its setpoint or the
+/// backlog grows.
+const LIFT_DOWN: f64 = 0.8;
+/// The lift rises only after a plan that handed out at least this share of its target:
+/// idle time under a plan that admitted less (keeps rising a step a tick after a surge,
+/// paused queries) says nothing about the model, and lifting for it would wind up.
+const LIFT_USED: f64 = 0.9;
+/// ... and whose queries received what it planned: each at least this share of its
+/// planned keep (less `DELIVERED_SLACK`, for the measurement's smoothing). A window-aware
+/// drop that withholds a whole window leaves the engine idle with the plan's keep unmet:
+/// lifting the target for it would admit the next window larger still (in simulation,
+/// every window of `workloads/window-aware.yaml` was withheld).
+const DELIVERED_SHARE: f64 = 0.75;
+const DELIVERED_SLACK: f64 = 0.05;
+/// The lift stays within `[1, LIFT_MAX]`: a model that over-prices the work four times
+/// over is as far as idle time is trusted to correct.
+const LIFT_MAX: f64 = 4.0;
+
+/// The idle lift: the target's factor for capacity the model priced as used but the
+/// engine spent waiting for input. Live, with every correction and the headroom at 1, the
+/// engine waited a fifth to a third of each shedding tick with every queue empty (the
+/// model priced the admitted work 1.3-1.5x over what it cost). It rises while the last
+/// plan dropped input, handed out its target (`LIFT_USED`) and its queries received it
+/// (`DELIVERED_SHARE`), the demand is still above the target, every latency has ample
+/// slack, the backlog does not grow and the engine waited more than `IDLE_TARGET` of the
+/// tick (`idle`, a share of capacity): by the idle excess, at most `LIFT_STEP`. It falls by
+/// `LIFT_DOWN` once a latency is above its setpoint or the backlog grows, and is kept
+/// otherwise (the model's error outlasts a pause in the overload, as a refit does).
+pub(super) fn adapt_lift(
+    state: &mut ShedState,
+    queries: &[QueryInput],
+    idle: f64,
+    error: Option<f64>,
+    grows: bool,
+    overloaded: bool,
+) -> f64 {
+    let dropped = state.last.as_ref().is_some_and(|l| {
+        l.shedding
+            && l.drops_any()
+            && l.expected_load >= LIFT_USED * l.target
+            && l.delivered.len() == queries.len()
+            && queries
+                .iter()
+                .zip(&l.delivered)
+                .all(|(q, &d)| q.keep_now >= DELIVERED_SHARE * d - DELIVERED_SLACK)
+    });
+    let lift = match error {
+        _ if grows => state.lift * LIFT_DOWN,
+        Some(e) if e < 0.0 => state.lift * LIFT_DOWN,
+        Some(e) if e > AMPLE_SLACK && dropped && overloaded && idle > IDLE_TARGET => {
+            state.lift * (1.0 + (idle - IDLE_TARGET).min(LIFT_STEP))
+        }
+        _ => state.lift,
+    };
+    state.lift = if lift.is_finite() {
+        lift.clamp(1.0, LIFT_MAX)
+    } else {
+        1.0
+    };
+    state.lift
+}
 
 /// Adaptive headroom: up by `HEADROOM_UP` per shedding tick while the worst latency has
 /// ample slack and the engine keeps up (`keeps_up`: the backlog's floor, measured, holds

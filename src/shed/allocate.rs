@@ -26,11 +26,24 @@ const PAUSE_SHARE: f64 = 0.5;
 pub const KEEP_RISE: f64 = 0.1;
 
 fn weight_of(q: &QueryInput) -> f64 {
-    if q.weight.is_finite() && q.weight > 0.0 {
-        q.weight
-    } else {
-        1.0
+    usable_weight(q.weight)
+}
+
+/// A query's weight as plans weigh it: 1 when it is not finite and positive.
+fn usable_weight(w: f64) -> f64 {
+    if w.is_finite() && w > 0.0 { w } else { 1.0 }
+}
+
+/// A plan's utility: `sum w_q * u_q / sum w_q` over `(weight, utility)` pairs (weights as
+/// `usable_weight` reads them); 1 without queries.
+pub fn weighted_mean(pairs: impl Iterator<Item = (f64, f64)>) -> f64 {
+    let (mut total, mut sum) = (0.0, 0.0);
+    for (w, u) in pairs {
+        let w = usable_weight(w);
+        total += w;
+        sum += w * u;
     }
+    if total > 0.0 { sum / total } else { 1.0 }
 }
 
 /// What the allocation carries over from earlier ticks.
@@ -408,14 +421,5 @@ fn pause_gain(input: &ShedInput, paused: &[bool], full: &[f64], mergeable: &[boo
 
 /// `sum w_q * u_q / sum w_q`, 1 without queries.
 pub(super) fn weighted(qs: &[QueryInput], utility: &[f64]) -> f64 {
-    let total: f64 = qs.iter().map(weight_of).sum();
-    if total > 0.0 {
-        qs.iter()
-            .zip(utility)
-            .map(|(q, u)| weight_of(q) * u)
-            .sum::<f64>()
-            / total
-    } else {
-        1.0
-    }
+    weighted_mean(qs.iter().map(|q| q.weight).zip(utility.iter().copied()))
 }

@@ -258,6 +258,10 @@ pub struct ShedInput<'a> {
     /// The backlog's trend over the last ticks (`None` until enough ticks were seen, or
     /// when the runtime does not measure it).
     pub backlog: Option<BacklogInput>,
+    /// Engine work per second that went unused over the last tick, ns/s: time waiting for
+    /// input with every queue empty (0 when not measured). While shedding, it is capacity
+    /// the plan's model priced as used (`ShedPlan::lift`).
+    pub idle: f64,
     pub policy: PolicyParams,
 }
 

@@ -34,6 +34,8 @@ mod tests_fanout;
 #[cfg(test)]
 mod tests_plan;
 
+pub use adapt::IDLE_TARGET;
+pub use allocate::weighted_mean;
 pub use feedback::{Feedback, Gains, MAX_STEP, latency_error, latency_miss};
 pub use greedy::{Cover, GreedyQuery, Move, MoveTarget, cover, cover_shared};
 pub use input::{

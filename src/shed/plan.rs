@@ -52,6 +52,9 @@ pub struct ShedPlan {
     /// The share of capacity handed out this tick (the policy's `H`, raised by adaptive
     /// headroom while latencies have slack).
     pub headroom: f64,
+    /// The idle lift this plan used: the target's factor for capacity the engine was seen
+    /// to leave unused under earlier shedding plans (1 until it was).
+    pub lift: f64,
     /// The factor the load model's costs are multiplied by (1 until a refit).
     pub model_scale: f64,
     /// Set on the tick the model was refitted because the correction sat at a bound: the
@@ -85,6 +88,7 @@ impl ShedPlan {
             correction: 1.0,
             shedding: false,
             headroom: 1.0,
+            lift: 1.0,
             model_scale: 1.0,
             refit: None,
             input_insufficient: false,

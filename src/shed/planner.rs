@@ -1,11 +1,11 @@
 //! The shedder's control step: from one snapshot it decides when (hysteresis trigger on the
-//! model load and on latencies) and against what target (`H * C * m`, `m` from latency
-//! feedback, `H` adaptive headroom); `allocate` then decides how much, where and how.
+//! model load and on latencies) and against what target (`H * C * m * lift`, `m` from
+//! latency feedback, `H` adaptive headroom, `lift` from idle time under shedding plans); `allocate` then decides how much, where and how.
 //! Pure: the same input and state always give the same plan and next state.
 
 use crate::qos::{QueryLoad, StreamLoad, engine_load, loss_utility};
 
-use super::adapt::{adapt_headroom, refit};
+use super::adapt::{adapt_headroom, adapt_lift, refit};
 use super::allocate::{Held, allocate, weighted};
 use super::feedback::{Feedback, Gains, MAX_STEP, latency_error, latency_miss};
 use super::input::{QueryInput, ShedInput, ShedKind};
@@ -66,6 +66,9 @@ pub struct ShedState {
     pub(super) growth_wait: u32,
     /// Queries switched to whole-key drops; kept while shedding lasts.
     pub(super) by_keys: Vec<bool>,
+    /// The idle lift in force (`adapt::adapt_lift`), 1 until the engine is seen idle under
+    /// a shedding plan.
+    pub(super) lift: f64,
 }
 
 impl Default for ShedState {
@@ -83,6 +86,7 @@ impl Default for ShedState {
             pause_m: 1.0,
             growth_wait: 0,
             by_keys: Vec::new(),
+            lift: 1.0,
         }
     }
 }
@@ -138,7 +142,7 @@ pub(super) fn non_negative(x: f64) -> f64 {
 ///
 /// Load is planned on the unshed demand: `T = sum_s r_s * (f_s + L_s) + melt * sum_q c_q *
 /// queued_q` with `L_s = sum of c_q` over the queries of `s` and `f_s` its fan-out work per
-/// tuple, against `target = H * C * m`.
+/// tuple, against `target = H * C * m * lift`.
 pub fn plan(input: &ShedInput, state: &mut ShedState) -> ShedPlan {
     let out = decide(input, state);
     state.last = Some(out.clone());
@@ -284,9 +288,17 @@ fn decide(input: &ShedInput, state: &mut ShedState) -> ShedPlan {
         .backlog
         .is_some_and(|b| b.floor <= GROWING_FLOOR * capacity);
     let headroom = adapt_headroom(state, &p, error, keeps_up, fresh.is_some());
+    let idle = if capacity > 0.0 {
+        non_negative(input.idle) / capacity
+    } else {
+        0.0
+    };
+    let overloaded = total > headroom * capacity * m * state.lift;
+    let lift = adapt_lift(state, qs, idle, error, growth.is_some(), overloaded);
     out.correction = m;
     out.headroom = headroom;
-    out.target = headroom * capacity * m;
+    out.lift = lift;
+    out.target = headroom * capacity * m * lift;
     out.excess = total - out.target;
     out.shedding = state
         .trigger

@@ -56,6 +56,7 @@ fn feedback_holds_latency_under_target_when_the_model_is_2x_optimistic() {
             capacity,
             model_error: None,
             backlog: None,
+            idle: 0.0,
             policy: PolicyParams::default(),
         };
         let p = plan(&input, &mut state);
@@ -115,6 +116,7 @@ fn an_accurate_model_needs_no_correction() {
             capacity,
             model_error: None,
             backlog: None,
+            idle: 0.0,
             policy: PolicyParams::default(),
         };
         let p = plan(&input, &mut state);
@@ -156,6 +158,7 @@ fn run_plant(
             capacity,
             model_error,
             backlog: None,
+            idle: 0.0,
             policy: PolicyParams::default(),
         };
         let p = plan(&input, state);
@@ -214,6 +217,7 @@ fn one_odd_tick_moves_the_correction_by_a_bounded_step_and_does_not_lift_sheddin
         capacity: 1e9,
         model_error: None,
         backlog: None,
+        idle: 0.0,
         policy: PolicyParams::default(),
     };
     let p = plan(&odd, &mut state);
@@ -241,6 +245,7 @@ fn backlogged(backlog: Option<BacklogInput>) -> ShedInput<'static> {
         capacity: 1e9,
         model_error: None,
         backlog,
+        idle: 0.0,
         policy: PolicyParams::default(),
     }
 }
@@ -320,4 +325,81 @@ fn keeps_rise_a_step_a_tick_while_an_excess_is_shed_and_at_once_when_none_is_lef
     let p = plan(&at(500_000.0), &mut state);
     assert!(p.shedding);
     assert_eq!(p.delivered[0], 1.0);
+}
+
+/// `backlogged` with the engine idle `idle` of the tick and the latency measured at
+/// `measured` ns (target 200 ms).
+fn idling(idle: f64, measured: f64) -> ShedInput<'static> {
+    let mut input = backlogged(Some(BacklogInput {
+        floor: 0.0,
+        growth: 0.0,
+    }));
+    input.idle = idle * input.capacity;
+    input.queries[0].latency = Some(LatencyInput {
+        target: 200e6,
+        measured: Some(measured),
+    });
+    input
+}
+
+#[test]
+fn idle_time_under_a_shedding_plan_lifts_the_target_a_bounded_step_a_tick() {
+    let mut state = ShedState::new();
+    // The first plan sheds; nothing was measured under a shedding plan yet.
+    let p = plan(&idling(0.3, 20e6), &mut state);
+    assert!(p.shedding && p.drops_any());
+    assert_eq!(p.lift, 1.0);
+    // A third of each tick idle with ample slack: at most +10% a tick, the target with it.
+    let mut lift = 1.0;
+    for _ in 0..5 {
+        let p = plan(&idling(0.3, 20e6), &mut state);
+        assert!(
+            p.lift > lift && p.lift <= lift * 1.1 + 1e-12,
+            "{lift} -> {}",
+            p.lift
+        );
+        assert!((p.target - p.headroom * 1e9 * p.correction * p.lift).abs() < 1e-3);
+        lift = p.lift;
+    }
+    // Idle under `IDLE_TARGET`: the lift holds.
+    assert_eq!(plan(&idling(0.04, 20e6), &mut state).lift, lift);
+    // A latency above its setpoint (0.8 x 200 ms) takes it down at once, to 1 at least.
+    let p = plan(&idling(0.3, 170e6), &mut state);
+    assert!((p.lift - lift * 0.8).abs() < 1e-9, "{}", p.lift);
+    for _ in 0..10 {
+        plan(&idling(0.0, 170e6), &mut state);
+    }
+    assert_eq!(state.lift, 1.0);
+}
+
+#[test]
+fn idle_time_without_latency_slack_or_under_a_plan_short_of_its_target_lifts_nothing() {
+    // Latency at 65% of target: slack 0.15, not ample.
+    let mut state = ShedState::new();
+    for _ in 0..5 {
+        assert_eq!(plan(&idling(0.5, 130e6), &mut state).lift, 1.0);
+    }
+    // No latency measured: nothing to judge the slack by.
+    let mut state = ShedState::new();
+    let mut input = idling(0.5, 20e6);
+    input.queries[0].latency = None;
+    for _ in 0..5 {
+        assert_eq!(plan(&input, &mut state).lift, 1.0);
+    }
+    // A plan that handed out less than its target (keeps rising a step a tick): its idle
+    // time does not wind the lift up.
+    let mut state = ShedState::new();
+    let mut short = plan(&idling(0.5, 20e6), &mut state);
+    short.expected_load = 0.5 * short.target;
+    state.last = Some(short);
+    assert_eq!(plan(&idling(0.5, 20e6), &mut state).lift, 1.0);
+    // A plan whose query received nothing of its keep (a window-aware drop withheld the
+    // whole window): the idle time is the withheld window's, not the model's.
+    let mut state = ShedState::new();
+    plan(&idling(0.5, 20e6), &mut state);
+    let mut withheld = idling(0.5, 20e6);
+    withheld.queries[0].keep_now = 0.0;
+    assert_eq!(plan(&withheld, &mut state).lift, 1.0);
+    // The same tick with the keep received lifts.
+    assert!(plan(&idling(0.5, 20e6), &mut state).lift > 1.0);
 }

@@ -90,6 +90,7 @@ fn fan_out_heavy(curve: &UtilityCurve, lossless_alert: bool) -> ShedInput<'_> {
         capacity: 1e9,
         model_error: None,
         backlog: None,
+        idle: 0.0,
         policy: PolicyParams {
             kind: ShedKind::Random,
             adaptive_headroom: false,

@@ -25,6 +25,7 @@ fn snapshot<'a>(
         capacity,
         model_error: None,
         backlog: None,
+        idle: 0.0,
         policy: policy(kind),
     }
 }
@@ -58,6 +59,7 @@ fn none_never_sheds_and_tail_drop_only_reports() {
     let tail = ShedInput {
         model_error: None,
         backlog: None,
+        idle: 0.0,
         policy: policy(ShedKind::TailDrop),
         ..over
     };

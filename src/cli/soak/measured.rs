@@ -1,6 +1,6 @@
 //! What `spillway soak` measures of one shape's live run, as an observer of its ticks:
 //! per query the latencies of each second and of the whole run, the seconds over target
-//! (skipping the first second of each surge), busy and ingest shares and the delivered
+//! (skipping the first second of each surge), busy, ingest and idle shares and the delivered
 //! keep over ticks that drop something, utility, model error, refits, and an optional
 //! line per tick (`--trace`). Invariant: a second is counted once, when the first tick
 //! of a later second (or the run's end) closes it.
@@ -27,6 +27,10 @@ pub(super) struct Measured {
     /// summed over shedding ticks; and the counter and time it was last read at.
     pub(super) ingest_sum: f64,
     pub(super) prev_overhead: (u64, Nanos),
+    /// The engine thread's time waiting for input with nothing to do, share of the tick,
+    /// summed over the same ticks; and the counter it was last read at.
+    pub(super) idle_sum: f64,
+    pub(super) prev_idle: u64,
     pub(super) shedding_ticks: u64,
     /// Mean share of its input each query is delivered (stream and query drop points
     /// together), summed over shedding ticks that drop something.
@@ -79,12 +83,16 @@ impl Observer for Measured {
         let overhead = c.qos.engine.overhead;
         let ingest = overhead.saturating_sub(before) as f64 / (t.elapsed - at).max(1) as f64;
         self.prev_overhead = (overhead, t.elapsed);
+        let idle = c.qos.engine.idle.saturating_sub(self.prev_idle) as f64
+            / (t.elapsed - at).max(1) as f64;
+        self.prev_idle = c.qos.engine.idle;
         // Ticks that drop something: a tick held in the shedding state with every keep
         // back at 1 (the trigger's calm ticks after a burst) loses nothing, whatever the
         // engine's busy share (the simulated checks count the same ticks).
         if c.plan.shedding && c.plan.drops_any() {
             self.busy_sum += c.qos.busy;
             self.ingest_sum += ingest;
+            self.idle_sum += idle;
             let d = &c.plan.delivered;
             self.keep_sum += d.iter().sum::<f64>() / d.len().max(1) as f64;
             self.shedding_ticks += 1;
@@ -97,14 +105,21 @@ impl Observer for Measured {
             use std::fmt::Write as _;
             let p = &c.plan;
             let mut line = format!(
-                "{:.2} {} demand {:.2} m {:.2} h {:.2} busy {:.2} ingest {:.2} |",
+                "{:.2} {} demand {:.2} m {:.2} h {:.2} lift {:.2} busy {:.2} ingest {:.2} idle {:.2} min-keep {:.4} |",
                 t.elapsed as f64 / 1e9,
                 if p.shedding { "S" } else { "-" },
                 p.load / p.target.max(1.0),
                 p.correction,
                 p.headroom,
+                p.lift,
                 c.qos.busy,
-                ingest
+                ingest,
+                idle,
+                p.streams
+                    .iter()
+                    .copied()
+                    .chain(c.query_keep.iter().copied())
+                    .fold(1.0, f64::min)
             );
             for (q, qq) in c.qos.queries.iter().enumerate() {
                 let h = t.tick_latency.get(q).map_or(0, |h| h.max());

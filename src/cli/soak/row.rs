@@ -20,6 +20,10 @@ pub(super) struct Row {
     /// Query turns' and ingest's shares of the engine over ticks that shed.
     pub(super) busy: f64,
     pub(super) ingest: f64,
+    /// The engine thread's share of those ticks spent waiting for input with nothing to
+    /// do: capacity the plans left unused (the rest of `1 - busy - ingest` is the loop's
+    /// own work: control ticks, the guard, emitting results).
+    pub(super) idle: f64,
     pub(super) keep: f64,
     pub(super) utility: f64,
     pub(super) model_error: Option<f64>,
@@ -47,6 +51,7 @@ impl Row {
             worst,
             busy: m.busy_sum / shedding,
             ingest: m.ingest_sum / shedding,
+            idle: m.idle_sum / shedding,
             keep: m.keep_sum / shedding,
             utility: m.utility_sum / m.ticks.max(1) as f64,
             model_error: m.model_error,
@@ -64,7 +69,7 @@ impl Row {
 
     pub(super) fn print(&self) {
         outln!(
-            "{:<7} {:>7.2}M {:>4}/{:<3} {:>4.1}% {:>22} {:>5.2} {:>5.2} {:>6.2} {:>5.2} {:>6} {:>5} {:>5} {:>5}",
+            "{:<7} {:>7.2}M {:>4}/{:<3} {:>4.1}% {:>22} {:>5.2} {:>5.2} {:>5.2} {:>6.2} {:>5.2} {:>6} {:>5} {:>5} {:>5}",
             self.shape,
             self.capacity / 1e6,
             self.over.0,
@@ -79,6 +84,7 @@ impl Row {
                 )),
             self.busy,
             self.ingest,
+            self.idle,
             self.keep,
             self.utility,
             self.model_error
@@ -138,7 +144,7 @@ pub(super) fn ranges(rows: &[Row]) -> Vec<String> {
             let get = |f: fn(&Row) -> f64| of.iter().map(|r| f(r)).collect::<Vec<f64>>();
             let counted = of.iter().map(|r| r.over.1).max().unwrap_or(0);
             format!(
-                "{s:<7} {} runs: over {} of {counted} s, worst p99/target {}, busy+ingest {}, utility {}, capacity {} M/s",
+                "{s:<7} {} runs: over {} of {counted} s, worst p99/target {}, busy+ingest {}, idle {}, utility {}, capacity {} M/s",
                 of.len(),
                 range(&get(|r| r.over.0 as f64), |x| format!("{x:.0}")),
                 range(
@@ -146,6 +152,7 @@ pub(super) fn ranges(rows: &[Row]) -> Vec<String> {
                     |x| format!("{x:.2}")
                 ),
                 range(&get(|r| r.busy + r.ingest), |x| format!("{x:.2}")),
+                range(&get(|r| r.idle), |x| format!("{x:.2}")),
                 range(&get(|r| r.utility), |x| format!("{x:.2}")),
                 range(&get(|r| r.capacity / 1e6), |x| format!("{x:.2}")),
             )
@@ -173,6 +180,7 @@ mod tests {
             worst: Some(("q".to_string(), p99 * 1e6, 200e6)),
             busy,
             ingest: 0.2,
+            idle: 0.05,
             keep: 0.3,
             utility,
             model_error: None,
@@ -195,7 +203,7 @@ mod tests {
         assert_eq!(r.len(), 2);
         assert_eq!(
             r[0],
-            "3x      3 runs: over 0-3 of 60 s, worst p99/target 0.90-1.11, busy+ingest 0.82-0.86, utility 0.27-0.29, capacity 7.00 M/s"
+            "3x      3 runs: over 0-3 of 60 s, worst p99/target 0.90-1.11, busy+ingest 0.82-0.86, idle 0.05, utility 0.27-0.29, capacity 7.00 M/s"
         );
         assert!(
             r[1].starts_with("step    1 runs: over 0 of 60 s, worst p99/target 0.75,"),

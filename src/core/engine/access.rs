@@ -60,12 +60,26 @@ impl Engine {
     /// wall clock live, by declared cost simulated).
     pub fn record_busy(&mut self, query: usize, busy: Nanos) {
         self.queries[query].stats.busy += busy.max(0) as u64;
+        self.accounted += busy.max(0) as u64;
     }
 
     /// Adds engine-thread time spent outside query turns (ingest): work the shedder cannot
     /// hand to queries.
     pub fn record_overhead(&mut self, ns: Nanos) {
         self.overhead += ns.max(0) as u64;
+        self.accounted += ns.max(0) as u64;
+    }
+
+    /// Adds engine-thread time spent waiting for input with nothing to do (live runs):
+    /// capacity no plan used.
+    pub fn record_idle(&mut self, ns: Nanos) {
+        self.idle += ns.max(0) as u64;
+        self.accounted += ns.max(0) as u64;
+    }
+
+    /// Engine-thread time recorded so far as busy, overhead or idle (ns).
+    pub fn accounted(&self) -> u64 {
+        self.accounted
     }
 
     pub fn query_count(&self) -> usize {

@@ -178,6 +178,11 @@ pub struct Engine {
     spare_sels: Vec<Vec<u32>>,
     /// Engine-thread time spent outside query turns (ingest, hand-off), ns.
     overhead: u64,
+    /// Engine-thread time spent waiting for input (live runs), ns.
+    idle: u64,
+    /// Every ns recorded so far as a query's busy time, overhead or idle time: what a
+    /// driver's loop did not account for is the difference to its elapsed time.
+    accounted: u64,
     /// Queue depth (tuples) past which `stream_room` tells pull sources to wait.
     pull_bound: usize,
     /// How the engine was configured, for queries added later.
@@ -227,6 +232,8 @@ impl Engine {
             spare_sels: Vec::new(),
             held: Held::new(config.queue_memory),
             overhead: 0,
+            idle: 0,
+            accounted: 0,
             pull_bound: config.queue_capacity.max(1),
             config,
             installed_capacity: None,

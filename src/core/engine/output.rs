@@ -45,6 +45,7 @@ impl Engine {
                     let at = clock();
                     let ns = (at - last).max(0);
                     q.stats.busy += ns as u64;
+                    self.accounted += ns as u64;
                     charged += ns;
                     last = at;
                 }
@@ -80,6 +81,7 @@ impl Engine {
             let at = clock();
             let ns = (at - last).max(0);
             q.stats.busy += ns as u64;
+            self.accounted += ns as u64;
             charged += ns;
             last = at;
             if !q.out.is_empty() {

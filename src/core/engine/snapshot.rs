@@ -28,6 +28,7 @@ impl Engine {
                 .collect(),
             queries,
             overhead: self.overhead,
+            idle: self.idle,
             queued_bytes: self.held.bytes() as u64,
             queued_bytes_peak: self.held.peak() as u64,
         }

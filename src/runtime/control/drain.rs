@@ -12,7 +12,10 @@
 //! `LATE` of the target, its delivered share gets a ceiling: the share of its offered
 //! input it was served at. For the next tick only, the ceiling is lower by what drains the
 //! queue down to `DRAIN_TO` of the target. A ceiling that is not hit again rises by
-//! `RELAX` a tick and goes once it reaches 1; a queue that grows again lowers it again
+//! `RELAX` a tick and goes once it reaches 1, or at once when the engine waited for input
+//! during the tick (live, with a busy neighbour, a ceiling set while the neighbour had the
+//! core held its query low for the second it took to relax, while the engine idled); a
+//! queue that grows again lowers it again
 //! (multiplicative decrease, additive-or-multiplicative increase on the queue's own
 //! measurement, as congestion control does). The plan's keeps above a ceiling come down
 //! to it.
@@ -27,7 +30,7 @@
 use super::apply::model_cost;
 use crate::qos::loss_utility;
 use crate::runtime::monitor::QosSnapshot;
-use crate::shed::{QueryDrop, ShedPlan};
+use crate::shed::{QueryDrop, ShedPlan, weighted_mean};
 use crate::spec::QosSpec;
 
 /// A growing queue whose newest tuple waits this share of the target gets a ceiling.
@@ -52,7 +55,7 @@ fn relaxed(was: f64) -> f64 {
 /// nearly everything).
 pub const HAND_BACK: f64 = 0.05;
 
-#[derive(Debug, Default)]
+#[derive(Clone, Debug, Default)]
 pub(super) struct Ceilings {
     /// Per query: tuples offered, processed and queued at the last tick.
     seen: Vec<(u64, u64, u64)>,
@@ -129,8 +132,9 @@ pub(super) struct Counters {
 }
 
 impl Ceilings {
-    /// Measures the tick ending at `now` from `qos` (the queries' QoS in force in `specs`,
-    /// `thinned` per query by the last plan) and lowers `p`'s keeps to the ceilings.
+    /// Measures the tick ending at `qos.at` from `qos` (the queries' QoS in force in `specs`,
+    /// `thinned` per query by the last plan, `idle`: whether the engine waited for input
+    /// more than `shed::IDLE_TARGET` of the tick) and lowers `p`'s keeps to the ceilings.
     /// Returns the work (ns/s, at the measured costs) the ceilings took out of `p`.
     /// Work is priced as the plan prices it: at `declared` costs when the model has them.
     pub(super) fn apply(
@@ -139,7 +143,7 @@ impl Ceilings {
         specs: &[Option<QosSpec>],
         declared: Option<&[f64]>,
         thinned: &[u64],
-        now: i64,
+        idle: bool,
         p: &mut ShedPlan,
     ) -> f64 {
         let counters: Vec<Counters> = qos
@@ -162,7 +166,7 @@ impl Ceilings {
                 }
             })
             .collect();
-        self.apply_counters(&counters, specs, now, p)
+        self.apply_counters(&counters, specs, qos.at, idle, p)
     }
 
     /// `apply` on each query's `Counters`.
@@ -171,6 +175,7 @@ impl Ceilings {
         counters: &[Counters],
         specs: &[Option<QosSpec>],
         now: i64,
+        idle: bool,
         p: &mut ShedPlan,
     ) -> f64 {
         let n = counters.len();
@@ -205,6 +210,8 @@ impl Ceilings {
                 _ if !p.shedding || k.target.is_none() => None,
                 (Some(a), Some(was)) => Some(a.sustained.min(relaxed(was))),
                 (Some(a), None) => Some(a.sustained),
+                // The engine waited for input: the capacity a ceiling saved is unused.
+                (None, Some(_)) if idle => None,
                 (None, Some(was)) if relaxed(was) < 1.0 => Some(relaxed(was)),
                 (None, _) => None,
             };
@@ -234,21 +241,9 @@ fn weighted(specs: &[Option<QosSpec>], utility: &[f64]) -> f64 {
         specs
             .get(q)
             .and_then(Option::as_ref)
-            .map(|s| s.weight)
-            .filter(|w| w.is_finite() && *w > 0.0)
-            .unwrap_or(1.0)
+            .map_or(1.0, |s| s.weight)
     };
-    let total: f64 = (0..utility.len()).map(weight).sum();
-    if total > 0.0 {
-        utility
-            .iter()
-            .enumerate()
-            .map(|(q, u)| weight(q) * u)
-            .sum::<f64>()
-            / total
-    } else {
-        1.0
-    }
+    weighted_mean(utility.iter().enumerate().map(|(q, &u)| (weight(q), u)))
 }
 
 /// Lowers query `q`'s random drop in `p` to deliver at most `cap` of its input (its stream
@@ -380,7 +375,10 @@ mod tests {
         let specs = [None, None];
         // First tick: nothing to compare with.
         let mut p = plan();
-        assert_eq!(c.apply_counters(&counters(0, 0, 0), &specs, 0, &mut p), 0.0);
+        assert_eq!(
+            c.apply_counters(&counters(0, 0, 0), &specs, 0, false, &mut p),
+            0.0
+        );
         assert_eq!(p.delivered, [0.5, 0.5]);
         // 900k offered, 450k admitted, 340k served: the queue grew to 110k. Its newest
         // waits 16 ms: not late, nothing asked.
@@ -389,6 +387,7 @@ mod tests {
             &counters(900e3 as u64, 340e3 as u64, 110e3 as u64),
             &specs,
             TICK,
+            false,
             &mut p,
         );
         assert_eq!(p.delivered, [0.5, 0.5]);
@@ -400,6 +399,7 @@ mod tests {
                 &counters(k * 900_000, k * 340_000, k * 110_000),
                 &specs,
                 k as i64 * TICK,
+                false,
                 &mut p,
             );
             if k < 4 {
@@ -427,6 +427,7 @@ mod tests {
             &counters(5 * 900_000, 5 * 340_000 + 400_000, 40_000),
             &specs,
             5 * TICK,
+            false,
             &mut p,
         );
         assert!(
@@ -434,13 +435,26 @@ mod tests {
             "{:?}",
             p.delivered
         );
-        // It keeps rising while nothing grows, and stops biting once the plan's keep is
-        // under it.
+        // A tick the engine waited for input through takes the ceiling away at once.
+        let mut waited = c.clone();
+        let mut p = plan();
+        waited.apply_counters(
+            &counters(6 * 900_000, 5 * 340_000 + 850_000, 40_000),
+            &specs,
+            6 * TICK,
+            true,
+            &mut p,
+        );
+        assert_eq!(p.delivered, [0.5, 0.5]);
+        assert!(waited.ceiling.iter().all(Option::is_none));
+        // Otherwise it keeps rising while nothing grows, and stops biting once the plan's
+        // keep is under it.
         let mut p = plan();
         c.apply_counters(
             &counters(6 * 900_000, 5 * 340_000 + 850_000, 40_000),
             &specs,
             6 * TICK,
+            false,
             &mut p,
         );
         assert_eq!(p.delivered[0], 0.5);
@@ -451,6 +465,7 @@ mod tests {
             &counters(7 * 900_000, 5 * 340_000 + 1_300_000, 40_000),
             &specs,
             7 * TICK,
+            false,
             &mut p,
         );
         assert_eq!(p.queries, [QueryDrop::KeepAll, QueryDrop::KeepAll]);

@@ -91,7 +91,7 @@ pub const ALL: &[(&str, &str)] = &[
     ),
     (
         CAPACITY_TARGET,
-        "The load the shedder aims at: headroom x capacity x feedback correction, seconds of work per second.",
+        "The load the shedder aims at: headroom x capacity x feedback correction x idle lift, seconds of work per second.",
     ),
     (
         EXPECTED_LOAD,

@@ -84,6 +84,10 @@ pub struct QosSnapshot {
     /// every tuple offered, at the current offered rate).
     pub fan_out_cost: f64,
     pub overhead_fixed: f64,
+    /// Engine time spent waiting for input with nothing queued, ns per second of the tick:
+    /// capacity the plan in force left unused (the simulated engine counts the virtual time
+    /// it jumped over with empty queues; 0 where it is not measured).
+    pub idle: f64,
     /// Ticks whose ledger did not balance (0 unless there is a bug).
     pub violations: u64,
     /// The load model checked against what happened: `(measured - predicted) / predicted`

@@ -87,6 +87,7 @@ pub fn merge(
         }
     }
     out.overhead = snaps.iter().map(|s| s.overhead).sum();
+    out.idle = snaps.iter().map(|s| s.idle).sum();
     // Each worker holds its own batches: bytes add (the peak is a bound, peaks of
     // different moments added).
     out.queued_bytes = snaps.iter().map(|s| s.queued_bytes).sum();

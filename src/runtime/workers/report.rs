@@ -166,6 +166,7 @@ pub fn merge_reports(
         fan_out_cost: reports.iter().map(|r| r.qos.fan_out_cost).sum::<f64>()
             / reports.len().max(1) as f64,
         overhead_fixed: reports.iter().map(|r| r.qos.overhead_fixed).sum(),
+        idle: reports.iter().map(|r| r.qos.idle).sum(),
         violations: reports.iter().map(|r| r.qos.violations).sum(),
         model_error: reports
             .iter()
