@@ -58,8 +58,10 @@ const LIFT_MAX: f64 = 4.0;
 /// (`DELIVERED_SHARE`), the demand is still above the target, every latency has ample
 /// slack, the backlog does not grow and the engine waited more than `IDLE_TARGET` of the
 /// tick (`idle`, a share of capacity): by the idle excess, at most `LIFT_STEP`. It falls by
-/// `LIFT_DOWN` once a latency is above its setpoint or the backlog grows, and is kept
-/// otherwise (the model's error outlasts a pause in the overload, as a refit does).
+/// `LIFT_DOWN` once a latency is above its setpoint or the backlog grows, and goes back to
+/// 1 when shedding stops (`planner`): live, with a busy neighbour, a query held at keep
+/// 0.01 read its cost inflated after a burst, the keeps climbed a step a tick while the
+/// engine idled, and the lift wound up to 3.4, which must not over-admit the next surge.
 pub(super) fn adapt_lift(
     state: &mut ShedState,
     queries: &[QueryInput],

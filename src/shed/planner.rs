@@ -349,6 +349,9 @@ fn decide(input: &ShedInput, state: &mut ShedState) -> ShedPlan {
         state.paused.clear();
         state.pause_age = 0;
         state.by_keys.clear();
+        if !out.shedding {
+            state.lift = 1.0;
+        }
     }
     out
 }
