@@ -7,10 +7,7 @@ use crate::core::engine::{DropRules, Engine};
 use crate::core::schema::Nanos;
 use crate::runtime::controls::PolicySwitch;
 use crate::runtime::monitor::{Monitor, QosSnapshot};
-use crate::shed::{
-    IDLE_TARGET, LatencyInput, QueryDrop, QueryInput, Rows, ShedInput, ShedKind, ShedPlan,
-    ShedState, StreamInput, ValueQos, plan,
-};
+use crate::shed::{IDLE_TARGET, QueryDrop, Rows, ShedKind, ShedPlan, ShedState, plan};
 use crate::spec::{Policy, QosSpec, Workload};
 
 mod apply;
@@ -20,11 +17,12 @@ mod guard;
 mod queries;
 mod rest;
 mod rows_memory;
+mod shed_input;
 mod templates;
 mod thin;
 
-use apply::model_cost;
 use guard::{hold_guard_cuts, streams_of};
+use shed_input::{Sources, known};
 use templates::{key_columns, rows_shape, window_rule};
 
 pub use guard::GUARD;
@@ -267,7 +265,6 @@ impl Controller {
         // The queries the inner guard cut since the last tick: this plan keeps them cut.
         let guarded = std::mem::take(&mut self.guard_cut);
         // What the guard reads between ticks: finite and non-negative, 0 when unknown.
-        let known = |x: f64| if x.is_finite() { x.max(0.0) } else { 0.0 };
         self.guard_rates.clear();
         self.guard_rates
             .extend(qos.queries.iter().map(|q| known(q.rate_in)));
@@ -290,124 +287,20 @@ impl Controller {
             qos.queries.iter().map(|q| q.fixed_cost).sum()
         };
         self.check_model(&mut qos, now);
-        // The queued work at the costs the model plans with (declared or measured).
-        let queued_work: f64 = qos
-            .queries
-            .iter()
-            .enumerate()
-            .filter(|(qi, _)| !self.removed[*qi])
-            .map(|(qi, q)| {
-                q.queued as f64 * known(model_cost(self.model_costs.as_deref(), qi, q.cost))
-            })
-            .sum();
-        // A grouped window shed to nothing: its last measured emission, for pricing its
-        // re-admission (`rows_memory.rs`).
-        let remembered: Vec<Option<rows_memory::Emission>> = qos
-            .queries
-            .iter()
-            .enumerate()
-            .map(|(qi, q)| {
-                let rate = qos.streams.get(q.stream).map_or(0.0, |s| s.rate);
-                let grouped = matches!(self.rows_shapes.get(qi), Some(Rows::Grouped { .. }));
-                let now = rows_memory::Emission {
-                    rows: q.row_rate,
-                    keep: q.delivered,
-                    row_cost: q.row_cost,
-                };
-                let e = self.rows_memory.note(qi, grouped, rate, now);
-                (e != now && self.model_costs.is_none()).then_some(e)
-            })
-            .collect();
-        let input = ShedInput {
-            model_error: qos.model_error,
-            backlog: self.backlog.note(now, queued_work),
-            idle: qos.idle,
-            streams: qos
-                .streams
-                .iter()
-                .enumerate()
-                .map(|(si, s)| StreamInput {
-                    rate: s.rate,
-                    // The engine's fan-out and what each reader pays per tuple reaching
-                    // it (declared costs stand for all of a query's work).
-                    ingest: if self.model_costs.is_some() {
-                        0.0
-                    } else {
-                        qos.fan_out_cost
-                            + qos
-                                .queries
-                                .iter()
-                                .enumerate()
-                                .filter(|(qi, q)| q.stream == si && !self.removed[*qi])
-                                .map(|(_, q)| q.passed_cost)
-                                .sum::<f64>()
-                    },
-                })
-                .collect(),
-            queries: qos
-                .queries
-                .iter()
-                .enumerate()
-                .map(|(qi, q)| {
-                    if self.removed[qi] {
-                        // Out of range: a silent stream, no load, never shed.
-                        let mut gone = QueryInput::new(usize::MAX, 0.0);
-                        gone.lossless = true;
-                        return gone;
-                    }
-                    let spec = self.qos[qi].as_ref();
-                    let cost = model_cost(self.model_costs.as_deref(), qi, q.cost);
-                    QueryInput {
-                        stream: q.stream,
-                        cost,
-                        queued: q.queued as f64,
-                        // Declared costs stand for all of a query's work.
-                        row_cost: if self.model_costs.is_some() {
-                            0.0
-                        } else {
-                            q.row_cost
-                        },
-                        fixed: if self.model_costs.is_some() {
-                            0.0
-                        } else {
-                            q.fixed_cost
-                        },
-                        rows: q.row_rate,
-                        keys: self.key_columns[qi].is_some(),
-                        keep_now: q.delivered,
-                        rows_shape: self.rows_shapes[qi],
-                        loss: spec.and_then(|s| s.loss_tolerance.as_ref()),
-                        weight: spec.map_or(1.0, |s| s.weight),
-                        lossless: spec.is_some_and(|s| s.lossless),
-                        value: spec.and_then(|s| s.value.as_ref()).and_then(|v| {
-                            self.monitor.value_histogram(qi).map(|h| ValueQos {
-                                column: v.column,
-                                histogram: h,
-                            })
-                        }),
-                        windowed: self.window_rules[qi].is_some(),
-                        latency: q.target.map(|t| LatencyInput {
-                            target: t as f64,
-                            measured: q.latency.map(|l| l as f64),
-                        }),
-                        remembered: remembered[qi],
-                    }
-                })
-                .collect(),
-            // Work that does not shrink with shedding (closing windows) is not capacity the
-            // load model can hand out, nor is the engine's fixed work outside query turns
-            // (control ticks). Fan-out is in the model (`StreamInput::ingest`): a stream
-            // drop saves it.
-            capacity: (self.capacity
-                - qos.overhead_fixed
-                - if self.model_costs.is_some() {
-                    0.0
-                } else {
-                    qos.queries.iter().map(|q| q.fixed_cost).sum::<f64>()
-                })
-            .max(0.0),
+        let sources = Sources {
+            model_costs: self.model_costs.as_deref(),
+            removed: &self.removed,
+            specs: &self.qos,
+            key_columns: &self.key_columns,
+            rows_shapes: &self.rows_shapes,
+            window_rules: &self.window_rules,
+            monitor: &self.monitor,
+            capacity: self.capacity,
             policy: self.policy.params,
         };
+        let backlog = self.backlog.note(now, sources.queued_work(&qos));
+        let remembered = sources.remembered(&qos, &mut self.rows_memory);
+        let input = sources.input(&qos, backlog, &remembered);
         let mut p = plan(&input, &mut self.state);
         hold_guard_cuts(engine, &mut p, &guarded, &streams_of(&qos));
         if !matches!(self.policy.params.kind, ShedKind::None | ShedKind::TailDrop) {
