@@ -54,14 +54,19 @@ const LIFT_MAX: f64 = 4.0;
 /// engine spent waiting for input. Live, with every correction and the headroom at 1, the
 /// engine waited a fifth to a third of each shedding tick with every queue empty (the
 /// model priced the admitted work 1.3-1.5x over what it cost). It rises while the last
-/// plan dropped input, handed out its target (`LIFT_USED`) and its queries received it
+/// plan dropped input, handed out its target (`LIFT_USED`) with some keep free of the
+/// rise limit (`ShedPlan::rising`: while every keep climbs a step a tick after a burst the
+/// engine idles whatever the prices, and the lift, with nothing to act on, would only wind
+/// up), its queries received it
 /// (`DELIVERED_SHARE`), the demand is still above the target, every latency has ample
 /// slack, the backlog does not grow and the engine waited more than `IDLE_TARGET` of the
 /// tick (`idle`, a share of capacity): by the idle excess, at most `LIFT_STEP`. It falls by
 /// `LIFT_DOWN` once a latency is above its setpoint or the backlog grows, and goes back to
 /// 1 when shedding stops (`planner`): live, with a busy neighbour, a query held at keep
 /// 0.01 read its cost inflated after a burst, the keeps climbed a step a tick while the
-/// engine idled, and the lift wound up to 3.4, which must not over-admit the next surge.
+/// engine idled, and the lift wound up to 3.4 within the shedding period (the plans,
+/// priced with the inflated cost, looked as if they handed out their target), which must
+/// not over-admit the next surge.
 pub(super) fn adapt_lift(
     state: &mut ShedState,
     queries: &[QueryInput],
@@ -73,6 +78,7 @@ pub(super) fn adapt_lift(
     let dropped = state.last.as_ref().is_some_and(|l| {
         l.shedding
             && l.drops_any()
+            && !l.rising
             && l.expected_load >= LIFT_USED * l.target
             && l.delivered.len() == queries.len()
             && queries

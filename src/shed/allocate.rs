@@ -350,6 +350,9 @@ pub(super) fn allocate(
 
     // Where: random drops shared by a whole stream move up to it. Each keep rises from the
     // last shedding plan's by at most `KEEP_RISE`.
+    // Whether the limit held any keep back, and whether some keep under 1 that a larger
+    // target could raise (not paused, not lossless) was free of it (`ShedPlan::rising`).
+    let (mut held, mut free) = (false, false);
     let keeps: Vec<f64> = (0..qs.len())
         .map(|i| {
             let k = if paused[i] {
@@ -364,12 +367,17 @@ pub(super) fn allocate(
                         && was.is_finite()
                         && k > was + KEEP_RISE =>
                 {
+                    held = true;
                     was + KEEP_RISE
                 }
-                _ => k,
+                _ => {
+                    free |= !paused[i] && !qs[i].lossless && k < 1.0;
+                    k
+                }
             }
         })
         .collect();
+    out.rising = held && !free;
     let mergeable: Vec<bool> = modes.iter().map(|m| matches!(m, Mode::Random)).collect();
     let query_streams: Vec<usize> = qs.iter().map(|q| q.stream).collect();
     let merged = merge_at_streams(input.streams.len(), &query_streams, &keeps, &mergeable);

@@ -313,8 +313,10 @@ fn keeps_rise_a_step_a_tick_while_an_excess_is_shed_and_at_once_when_none_is_lef
     // 1.2x: the greedy wants about 0.75 at once; the keep climbs 0.1 a tick.
     let mut was = low;
     for _ in 0..4 {
-        let d = plan(&at(1_200_000.0), &mut state).delivered[0];
+        let p = plan(&at(1_200_000.0), &mut state);
+        let d = p.delivered[0];
         assert!(d <= was + KEEP_RISE + 1e-9 && d > was, "{d} after {was}");
+        assert!(p.rising, "a keep held back by the rise limit is said so");
         was = d;
     }
     for _ in 0..10 {
@@ -325,6 +327,24 @@ fn keeps_rise_a_step_a_tick_while_an_excess_is_shed_and_at_once_when_none_is_lef
     let p = plan(&at(500_000.0), &mut state);
     assert!(p.shedding);
     assert_eq!(p.delivered[0], 1.0);
+    assert!(!p.rising);
+}
+
+#[test]
+fn a_plan_is_rising_only_while_no_keep_a_larger_target_could_raise_is_free() {
+    // Two queries on one stream at 1.2x their joint capacity, the first climbing from a
+    // low keep; the second's last keep was 1, so no rise limit holds it, and it is shed
+    // below 1: a larger target would raise it.
+    let mut input = backlogged(None);
+    input.streams[0] = StreamInput::at(10_000_000.0);
+    input.queries.push(input.queries[0]);
+    let mut state = ShedState::new();
+    assert!(plan(&input, &mut state).delivered.iter().all(|&d| d < 0.15));
+    input.streams[0] = StreamInput::at(600_000.0);
+    state.last.as_mut().unwrap().delivered[1] = 1.0;
+    let p = plan(&input, &mut state);
+    assert!(p.delivered[1] < 1.0, "{:?}", p.delivered);
+    assert!(!p.rising, "{:?}", p.delivered);
 }
 
 /// `backlogged` with the engine idle `idle` of the tick and the latency measured at
@@ -402,4 +422,11 @@ fn idle_time_without_latency_slack_or_under_a_plan_short_of_its_target_lifts_not
     assert_eq!(plan(&withheld, &mut state).lift, 1.0);
     // The same tick with the keep received lifts.
     assert!(plan(&idling(0.5, 20e6), &mut state).lift > 1.0);
+    // A plan whose keep the rise limit held back (keeps climbing a step a tick after a
+    // burst, priced as if they used the target): its idle time does not lift.
+    let mut state = ShedState::new();
+    let mut climbing = plan(&idling(0.5, 20e6), &mut state);
+    climbing.rising = true;
+    state.last = Some(climbing);
+    assert_eq!(plan(&idling(0.5, 20e6), &mut state).lift, 1.0);
 }

@@ -127,6 +127,7 @@ fn merge_plan(plans: &[&ShedPlan], reports: &[&ControlReport]) -> ShedPlan {
     m.unmet = sum(|p| p.unmet);
     m.shedding = plans.iter().any(|p| p.shedding);
     m.input_insufficient = plans.iter().any(|p| p.input_insufficient);
+    m.rising = plans.iter().any(|p| p.rising);
     m.weighted_utility = mean(reports, |r| r.qos.busy, |r| r.plan.weighted_utility);
     for (s, keep) in m.streams.iter_mut().enumerate() {
         *keep = plans.iter().map(|p| p.streams[s]).fold(1.0, f64::min);
