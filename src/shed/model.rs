@@ -15,6 +15,11 @@ pub enum Rows {
     Grouped { overlap: f64 },
 }
 
+/// Under this many admitted tuple-windows per emitted row, a grouped window's rows are
+/// the tail of an earlier admission (a row holds at least one tuple; sparse windows in
+/// steady state read just over 1).
+const RESIDUAL: f64 = 0.9;
+
 fn finite(x: f64) -> f64 {
     if x.is_finite() && x > 0.0 { x } else { 0.0 }
 }
@@ -51,6 +56,15 @@ pub fn rows_at(q: &QueryInput, rate: f64, k: f64, shape: Rows) -> f64 {
         Rows::Linear => rows * k / k0,
         Rows::Grouped { overlap } => {
             let rho = finite(rate) * k0 * overlap.max(1.0) / rows;
+            if rho < RESIDUAL {
+                // More rows than the input admitted now can make (each needs a tuple): they
+                // close windows filled at an earlier, higher keep (the query was just cut or
+                // paused), and say nothing of how rows follow the keep. Extrapolated from
+                // `k0` they read 1/k0 times over (live, a paused HOP's closing windows
+                // priced its demand at 20x capacity every other tick while the engine sat
+                // half idle). They are what is still to come, not more.
+                return rows * (k / k0).min(1.0);
+            }
             let c_now = density(rho);
             if c_now < 1e-6 {
                 return rows * k / k0;
@@ -80,6 +94,23 @@ mod tests {
             row_cost: 1000.0,
             ..QueryInput::new(0, 100.0)
         }
+    }
+
+    #[test]
+    fn rows_left_from_an_earlier_admission_are_not_extrapolated_from_a_cut_keep() {
+        // HOP 100 ms / 1 s over 3 M tuples/s, cut to keep 0.001: 30k tuple-windows a
+        // second admitted, 200k rows a second still closing from before the cut.
+        let hop = Rows::Grouped { overlap: 10.0 };
+        let tail = q(200_000.0, 0.001);
+        let r = 3e6;
+        assert_eq!(rows_at(&tail, r, 1.0, hop), 200_000.0);
+        assert_eq!(rows_at(&tail, r, 0.5, hop), 200_000.0);
+        assert!((rows_at(&tail, r, 0.0005, hop) - 100_000.0).abs() < 1e-6);
+        // Rows the admitted input can make (1.5 tuples a group-window) are extrapolated
+        // as before: at keep 1 every group-window present is full, 20k / (1 - e^-0.87).
+        let steady = q(20_000.0, 0.001);
+        let full = rows_at(&steady, r, 1.0, hop);
+        assert!((33_000.0..35_000.0).contains(&full), "{full}");
     }
 
     #[test]

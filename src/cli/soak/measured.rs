@@ -127,11 +127,16 @@ impl Observer for Measured {
                 let keep = p.delivered.get(q).copied().unwrap_or(1.0);
                 let _ = write!(
                     line,
-                    " {} {:.2}/{}/{:.0}",
+                    " {} {:.2}/{}/{:.0} [{:.3} c{:.0} p{:.0} r{:.0}x{:.0}]",
                     qq.name,
                     keep,
                     qq.queued,
-                    h as f64 / 1e6
+                    h as f64 / 1e6,
+                    qq.delivered,
+                    qq.cost,
+                    qq.passed_cost,
+                    qq.row_rate,
+                    qq.row_cost
                 );
             }
             if c.thinned > 0 {
