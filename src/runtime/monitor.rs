@@ -9,7 +9,8 @@ use crate::core::engine::{Engine, ValueObserver};
 use crate::core::schema::Nanos;
 use crate::core::stats::EngineSnapshot;
 use crate::qos::{
-    CostModel, Ewma, LatencyWindow, MergeScratch, RobustRate, ValueHistogram, loss_utility,
+    CostModel, Ewma, LatencyWindow, MergeScratch, RobustRate, SpanRate, ValueHistogram,
+    loss_utility,
 };
 use crate::spec::{QosSpec, Workload};
 
@@ -28,7 +29,7 @@ pub const CONTROL_TICKS: usize = 2;
 struct QueryTrack {
     qos: Option<QosSpec>,
     cost: CostModel,
-    rows: RobustRate,
+    rows: SpanRate,
     delivered: Ewma,
     /// Queued tuples thinned since the last tick (`note_thinned`): dropped, but admitted
     /// at earlier ticks, so no share of this tick's offered input.
@@ -67,7 +68,7 @@ fn track(engine: &mut Engine, qi: usize, qos: Option<QosSpec>, window_ticks: usi
     QueryTrack {
         qos,
         cost: CostModel::default(),
-        rows: RobustRate::default(),
+        rows: SpanRate::default(),
         delivered: Ewma::new(ALPHA),
         thinned: 0,
         latency: LatencyWindow::new(window_ticks),
@@ -260,7 +261,7 @@ impl Monitor {
                 .copied()
                 .unwrap_or(processed);
             t.cost.update_full(reached, processed, results, busy, dt);
-            let row_rate = t.rows.update(results / dt);
+            let row_rate = t.rows.update(results, dt);
             let offered = (q.offered - p.offered) as f64;
             // Tuples a plan thinned from the queue count in `dropped` (the ledger), but
             // they were offered at earlier ticks: they are no part of what this tick's

@@ -29,7 +29,8 @@ pub struct QueryQos {
     /// query's own keep (its drop point, loss accounting), ns; only a stream drop saves
     /// it. 0 when the fit cannot tell it from the per-tuple work.
     pub passed_cost: f64,
-    /// Result rows per second over the last ticks (robust: one odd tick does not move it).
+    /// Result rows per second over the last `qos::SPAN_TICKS` ticks (rows closing every
+    /// few ticks read as their mean; one odd tick moves it by its share of the span).
     pub row_rate: f64,
     /// Results per processed tuple.
     pub selectivity: f64,
