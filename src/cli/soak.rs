@@ -49,10 +49,13 @@ pub struct SoakArgs {
     #[arg(long)]
     pub print: bool,
     /// Write a line per control tick to FILE (the last shape's run): time, whether
-    /// shedding, demand over the capacity target, the model correction, headroom, idle
-    /// lift, busy, ingest and idle shares, the lowest keep installed, then per query the share of its input the plan delivers (stream and
-    /// query drop points together), its queue depth and the largest latency
-    /// recorded in the tick (ms). For finding what a second over target came from.
+    /// shedding (`S`; `Sr` when the rise limit held back every keep a larger target could
+    /// raise), demand over the capacity target, the model correction, headroom, idle
+    /// lift, busy, ingest and idle shares, the lowest keep installed, then per query the
+    /// share of its input the plan delivers (stream and query drop points together), its
+    /// queue depth and the largest latency recorded in the tick (ms), and in brackets the
+    /// measured delivered share, ns per tuple (`c`), per passed tuple (`p`), rows/s and ns
+    /// per row (`rRxB`). For finding what a second over target came from.
     #[arg(long, value_name = "FILE")]
     pub trace: Option<std::path::PathBuf>,
     /// Run every shape this many times (alternating shapes), then print each shape's

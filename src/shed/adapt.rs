@@ -54,10 +54,10 @@ const LIFT_MAX: f64 = 4.0;
 /// engine spent waiting for input. Live, with every correction and the headroom at 1, the
 /// engine waited a fifth to a third of each shedding tick with every queue empty (the
 /// model priced the admitted work 1.3-1.5x over what it cost). It rises while the last
-/// plan dropped input, handed out its target (`LIFT_USED`) with some keep free of the
-/// rise limit (`ShedPlan::rising`: while every keep climbs a step a tick after a burst the
-/// engine idles whatever the prices, and the lift, with nothing to act on, would only wind
-/// up), its queries received it
+/// plan dropped input, handed out its target (`LIFT_USED`) and was not `rising` (the rise
+/// limit held back every keep a larger target could raise: while the keeps climb a step a
+/// tick after a burst the engine idles whatever the prices, and the lift, with nothing to
+/// act on, would only wind up), its queries received it
 /// (`DELIVERED_SHARE`), the demand is still above the target, every latency has ample
 /// slack, the backlog does not grow and the engine waited more than `IDLE_TARGET` of the
 /// tick (`idle`, a share of capacity): by the idle excess, at most `LIFT_STEP`. It falls by

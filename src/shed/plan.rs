@@ -55,10 +55,11 @@ pub struct ShedPlan {
     /// The idle lift this plan used: the target's factor for capacity the engine was seen
     /// to leave unused under earlier shedding plans (1 until it was).
     pub lift: f64,
-    /// Every keep under 1 that a larger target could raise (not paused, not lossless) was
-    /// held under what the allocation wanted by the rise limit (`KEEP_RISE`): the keeps
-    /// are climbing a step a tick, a larger target would change nothing this tick, and
-    /// idle time under the plan is the climb's, not the model's prices'.
+    /// The rise limit (`KEEP_RISE`) held at least one keep under what the allocation
+    /// wanted, and it held every keep under 1 that a larger target could raise (not
+    /// paused, not lossless): the keeps are climbing a step a tick, a larger target would
+    /// change nothing this tick, and idle time under the plan is the climb's, not the
+    /// model's prices'. False when no keep was held.
     pub rising: bool,
     /// The factor the load model's costs are multiplied by (1 until a refit).
     pub model_scale: f64,

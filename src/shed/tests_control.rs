@@ -339,10 +339,21 @@ fn a_plan_is_rising_only_while_no_keep_a_larger_target_could_raise_is_free() {
     input.streams[0] = StreamInput::at(10_000_000.0);
     input.queries.push(input.queries[0]);
     let mut state = ShedState::new();
-    assert!(plan(&input, &mut state).delivered.iter().all(|&d| d < 0.15));
+    let low = plan(&input, &mut state).delivered[0];
+    assert!(low < 0.15, "{low}");
     input.streams[0] = StreamInput::at(600_000.0);
+    // The same tick with both climbing: both held, the plan is rising.
+    let mut both = state.clone();
+    let p = plan(&input, &mut both);
+    assert!(p.rising, "{:?}", p.delivered);
     state.last.as_mut().unwrap().delivered[1] = 1.0;
     let p = plan(&input, &mut state);
+    // The first is held by the rise limit, the second is free of it.
+    assert!(
+        (p.delivered[0] - (low + KEEP_RISE)).abs() < 1e-9,
+        "{:?}",
+        p.delivered
+    );
     assert!(p.delivered[1] < 1.0, "{:?}", p.delivered);
     assert!(!p.rising, "{:?}", p.delivered);
 }

@@ -10,7 +10,8 @@
 //! last informative measurement (the row rate, the keep it was measured at, the cost per
 //! row) is handed to the planner (`QueryInput::remembered`) while the query's own is not
 //! informative; the allocation prices the keeps it chooses with it (the planner's row
-//! model, `shed::model::rows_at`, extrapolates it), but the demand at keep 1 stays what
+//! model, `shed::model::rows_at`, extrapolates it, unless its rows exceed what its keep
+//! admits: then they are priced as they are), but the demand at keep 1 stays what
 //! was measured: priced there too, it raised the excess and paused more (round 23).
 //!
 //! Invariant: only grouped window aggregates are remembered; a measurement is informative
