@@ -53,7 +53,9 @@ pub struct QueryLoad {
     pub keep: f64,
 }
 
-fn non_negative(x: f64) -> f64 {
+/// `x` when it is finite and positive, else 0: a measurement or estimate made safe to
+/// add and multiply.
+pub fn non_negative(x: f64) -> f64 {
     if x.is_finite() && x > 0.0 { x } else { 0.0 }
 }
 

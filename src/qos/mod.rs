@@ -14,7 +14,7 @@ mod value_hist;
 pub use cost::CostModel;
 pub use ewma::Ewma;
 pub use latency_window::{LatencyWindow, MergeScratch};
-pub use load::{LoadReport, QueryLoad, StreamLoad, engine_load, stream_coefficients};
+pub use load::{LoadReport, QueryLoad, StreamLoad, engine_load, non_negative, stream_coefficients};
 pub use robust::{ROBUST_TICKS, RobustRate, SPAN_TICKS, SpanRate, bounded};
 pub use utility::{UtilityCurve, loss_between, loss_slope, loss_utility};
 pub use value_hist::{Binning, ValueHistogram};

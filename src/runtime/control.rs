@@ -21,8 +21,9 @@ mod shed_input;
 mod templates;
 mod thin;
 
+use crate::qos::non_negative;
 use guard::{hold_guard_cuts, streams_of};
-use shed_input::{Sources, known};
+use shed_input::Sources;
 use templates::{key_columns, rows_shape, window_rule};
 
 pub use guard::GUARD;
@@ -267,10 +268,10 @@ impl Controller {
         // What the guard reads between ticks: finite and non-negative, 0 when unknown.
         self.guard_rates.clear();
         self.guard_rates
-            .extend(qos.queries.iter().map(|q| known(q.rate_in)));
+            .extend(qos.queries.iter().map(|q| non_negative(q.rate_in)));
         self.guard_costs.clear();
         self.guard_costs
-            .extend(qos.queries.iter().map(|q| known(q.cost)));
+            .extend(qos.queries.iter().map(|q| non_negative(q.cost)));
         if !self.installed_queue {
             if let Some(c) = self.policy.queue_capacity {
                 engine.install(&DropRules {

@@ -5,6 +5,7 @@
 //! Invariant: predictions are finite, non-negative and non-decreasing in the keep fraction.
 
 use super::input::QueryInput;
+use crate::qos::non_negative;
 
 /// How a query's emitted rows follow its keep fraction.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -19,10 +20,6 @@ pub enum Rows {
 /// the tail of an earlier admission (a row holds at least one tuple; sparse windows in
 /// steady state read just over 1).
 const RESIDUAL: f64 = 0.9;
-
-fn finite(x: f64) -> f64 {
-    if x.is_finite() && x > 0.0 { x } else { 0.0 }
-}
 
 /// Solves `c / (1 - e^-c) = rho` for `c >= 0` (tuples per non-empty group-window `rho`).
 fn density(rho: f64) -> f64 {
@@ -46,7 +43,7 @@ fn density(rho: f64) -> f64 {
 /// Rows per second `q` emits at keep fraction `k` (of its stream's offered tuples), from
 /// the rows it emits now at `q.keep_now`, reading at `rate` tuples per second.
 pub fn rows_at(q: &QueryInput, rate: f64, k: f64, shape: Rows) -> f64 {
-    let rows = finite(q.rows);
+    let rows = non_negative(q.rows);
     let k = k.clamp(0.0, 1.0);
     let k0 = q.keep_now.clamp(1e-3, 1.0);
     if rows == 0.0 {
@@ -55,7 +52,7 @@ pub fn rows_at(q: &QueryInput, rate: f64, k: f64, shape: Rows) -> f64 {
     match shape {
         Rows::Linear => rows * k / k0,
         Rows::Grouped { overlap } => {
-            let rho = finite(rate) * k0 * overlap.max(1.0) / rows;
+            let rho = non_negative(rate) * k0 * overlap.max(1.0) / rows;
             if rho < RESIDUAL {
                 // More rows than the input admitted now can make (each needs a tuple): they
                 // close windows filled at an earlier, higher keep (the query was just cut or
@@ -79,8 +76,8 @@ pub fn rows_at(q: &QueryInput, rate: f64, k: f64, shape: Rows) -> f64 {
 /// is not the query's to shed and is taken off the capacity instead).
 pub fn load_at(q: &QueryInput, rate: f64, k: f64, shape: Rows, scale: f64) -> f64 {
     scale
-        * (finite(rate) * k.clamp(0.0, 1.0) * finite(q.cost)
-            + rows_at(q, rate, k, shape) * finite(q.row_cost))
+        * (non_negative(rate) * k.clamp(0.0, 1.0) * non_negative(q.cost)
+            + rows_at(q, rate, k, shape) * non_negative(q.row_cost))
 }
 
 #[cfg(test)]

@@ -1,6 +1,7 @@
 //! The shedder's control step: from one snapshot it decides when (hysteresis trigger on the
 //! model load and on latencies) and against what target (`H * C * m * lift`, `m` from
-//! latency feedback, `H` adaptive headroom, `lift` from idle time under shedding plans); `allocate` then decides how much, where and how.
+//! latency feedback, `H` adaptive headroom, `lift` from idle time under shedding plans);
+//! `allocate` then decides how much, where and how.
 //! Pure: the same input and state always give the same plan and next state.
 
 use crate::qos::{QueryLoad, StreamLoad, engine_load, loss_utility};
@@ -134,9 +135,7 @@ impl ShedState {
     }
 }
 
-pub(super) fn non_negative(x: f64) -> f64 {
-    if x.is_finite() && x > 0.0 { x } else { 0.0 }
-}
+pub(super) use crate::qos::non_negative;
 
 /// One control tick: updates `state` and returns the plan to install.
 ///

@@ -9,6 +9,7 @@
 use super::apply::model_cost;
 use super::rows_memory::{Emission, RowsMemory};
 use crate::core::drop::WindowRule;
+use crate::qos::non_negative;
 use crate::runtime::monitor::{Monitor, QosSnapshot};
 use crate::shed::{
     BacklogInput, LatencyInput, PolicyParams, QueryInput, Rows, ShedInput, StreamInput, ValueQos,
@@ -31,11 +32,6 @@ pub(super) struct Sources<'a> {
     pub policy: PolicyParams,
 }
 
-/// Finite and non-negative, 0 when unknown.
-pub(super) fn known(x: f64) -> f64 {
-    if x.is_finite() { x.max(0.0) } else { 0.0 }
-}
-
 impl<'a> Sources<'a> {
     /// The queued work at the costs the model plans with (declared or measured).
     pub(super) fn queued_work(&self, qos: &QosSnapshot) -> f64 {
@@ -43,7 +39,7 @@ impl<'a> Sources<'a> {
             .iter()
             .enumerate()
             .filter(|(qi, _)| !self.removed[*qi])
-            .map(|(qi, q)| q.queued as f64 * known(model_cost(self.model_costs, qi, q.cost)))
+            .map(|(qi, q)| q.queued as f64 * non_negative(model_cost(self.model_costs, qi, q.cost)))
             .sum()
     }
 
