@@ -24,6 +24,11 @@ const PAUSE_SHARE: f64 = 0.5;
 /// query kept thin) must not hand all of it back in one tick. Live, lifting the pauses of
 /// four sliding-window queries at once queued 0.8 M tuples within two ticks.
 pub const KEEP_RISE: f64 = 0.1;
+/// And all keeps together by at most this share of the target load a tick, as predicted:
+/// at 7x overload a 0.1 step of one HOP's keep is about 30% of the machine. Live, in
+/// `soak --shape 7x-hop`, a HOP re-admitted 0 -> 0.1 -> 0.2 in two ticks after a
+/// correction cut queued 0.35 M tuples and went over its target three ticks later.
+pub const LOAD_RISE: f64 = 0.15;
 
 fn weight_of(q: &QueryInput) -> f64 {
     usable_weight(q.weight)
@@ -229,26 +234,7 @@ pub(super) fn allocate(
         let predicted: f64 = qs
             .iter()
             .enumerate()
-            .map(|(i, q)| {
-                // A grouped query shed to nothing that this plan re-admits: priced at its
-                // last measured emission, not at its faded rows (`QueryInput::remembered`).
-                let priced = match q.remembered {
-                    Some(e) if keeps[i] > 0.0 => QueryInput {
-                        rows: e.rows,
-                        keep_now: e.keep,
-                        row_cost: e.row_cost,
-                        ..*q
-                    },
-                    _ => *q,
-                };
-                load_at(
-                    &priced,
-                    rate_of(input, q),
-                    keeps[i],
-                    shape_of(q, &modes[i]),
-                    scale,
-                )
-            })
+            .map(|(i, q)| priced_load(input, q, keeps[i], shape_of(q, &modes[i]), scale))
             .sum::<f64>()
             + queue_load
             + ingest_at(input, &mergeable, &keeps);
@@ -349,11 +335,13 @@ pub(super) fn allocate(
     };
 
     // Where: random drops shared by a whole stream move up to it. Each keep rises from the
-    // last shedding plan's by at most `KEEP_RISE`.
-    // Whether the limit held any keep back, and whether some keep under 1 that a larger
-    // target could raise (not paused, not lossless) was free of it (`ShedPlan::rising`).
-    let (mut held, mut free) = (false, false);
-    let keeps: Vec<f64> = (0..qs.len())
+    // last shedding plan's by at most `KEEP_RISE`, and all of them together by at most
+    // `LOAD_RISE` of the target in predicted load.
+    // Whether a limit held any keep back, and whether some keep under 1 that a larger
+    // target could raise (not paused, not lossless) was free of them (`ShedPlan::rising`).
+    let (mut held, mut free) = (vec![false; qs.len()], false);
+    let mut was = vec![f64::NAN; qs.len()];
+    let mut keeps: Vec<f64> = (0..qs.len())
         .map(|i| {
             let k = if paused[i] {
                 0.0
@@ -361,23 +349,45 @@ pub(super) fn allocate(
                 cov.cursors[i] / 100.0
             };
             match prev.and_then(|p| p.get(i)) {
-                Some(&was)
-                    if out.excess > 0.0
-                        && !qs[i].lossless
-                        && was.is_finite()
-                        && k > was + KEEP_RISE =>
-                {
-                    held = true;
-                    was + KEEP_RISE
+                Some(&w) if out.excess > 0.0 && !qs[i].lossless && w.is_finite() && k > w => {
+                    was[i] = w;
+                    if k > w + KEEP_RISE {
+                        held[i] = true;
+                        w + KEEP_RISE
+                    } else {
+                        k
+                    }
                 }
-                _ => {
-                    free |= !paused[i] && !qs[i].lossless && k < 1.0;
-                    k
-                }
+                _ => k,
             }
         })
         .collect();
-    out.rising = held && !free;
+    let load_of =
+        |i: usize, k: f64| priced_load(input, &qs[i], k, shape_of(&qs[i], &modes[i]), scale);
+    let added: Vec<f64> = (0..qs.len())
+        .map(|i| {
+            if was[i].is_nan() {
+                0.0
+            } else {
+                (load_of(i, keeps[i]) - load_of(i, was[i])).max(0.0)
+            }
+        })
+        .collect();
+    let budget = LOAD_RISE * non_negative(out.target);
+    let total: f64 = added.iter().sum();
+    if total > budget {
+        let f = budget / total;
+        for i in 0..qs.len() {
+            if added[i] > 0.0 {
+                keeps[i] = was[i] + (keeps[i] - was[i]) * f;
+                held[i] = true;
+            }
+        }
+    }
+    for i in 0..qs.len() {
+        free |= !held[i] && !paused[i] && !qs[i].lossless && keeps[i] < 1.0;
+    }
+    out.rising = held.iter().any(|&h| h) && !free;
     let mergeable: Vec<bool> = modes.iter().map(|m| matches!(m, Mode::Random)).collect();
     let query_streams: Vec<usize> = qs.iter().map(|q| q.stream).collect();
     let merged = merge_at_streams(input.streams.len(), &query_streams, &keeps, &mergeable);
@@ -412,6 +422,22 @@ pub(super) fn allocate(
     out.expected_load = stream_load + queue_load + out.ingest;
     out.expected_input = stream_load;
     out.weighted_utility = weighted(qs, &out.utility);
+}
+
+/// Predicted work per second of `q` at keep `k`. A grouped query shed to nothing that is
+/// re-admitted: priced at its last measured emission, not at its faded rows
+/// (`QueryInput::remembered`).
+fn priced_load(input: &ShedInput, q: &QueryInput, k: f64, shape: Rows, scale: f64) -> f64 {
+    let priced = match q.remembered {
+        Some(e) if k > 0.0 => QueryInput {
+            rows: e.rows,
+            keep_now: e.keep,
+            row_cost: e.row_cost,
+            ..*q
+        },
+        _ => *q,
+    };
+    load_at(&priced, rate_of(input, q), k, shape, scale)
 }
 
 /// Work saved by the pauses alone: the paused queries' work, and the fan-out of each

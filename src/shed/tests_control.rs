@@ -2,7 +2,7 @@
 //! true per-tuple cost is twice what the model is told, and must still bring latency under
 //! its target with a keep fraction that settles.
 
-use super::allocate::KEEP_RISE;
+use super::allocate::{KEEP_RISE, LOAD_RISE};
 use super::*;
 
 /// One query on one stream, one core: queue `q(k+1) = max(0, q + arrivals * keep -
@@ -356,6 +356,40 @@ fn a_plan_is_rising_only_while_no_keep_a_larger_target_could_raise_is_free() {
     );
     assert!(p.delivered[1] < 1.0, "{:?}", p.delivered);
     assert!(!p.rising, "{:?}", p.delivered);
+}
+
+#[test]
+fn at_a_high_overload_keeps_rise_by_a_share_of_the_target_in_load_a_tick() {
+    // 7x: one keep step of 0.1 would add 70% of the machine's work in one tick.
+    let at = |rate: f64| ShedInput {
+        streams: vec![StreamInput::at(rate)],
+        ..backlogged(None)
+    };
+    let mut state = ShedState::new();
+    let mut was = plan(&at(50_000_000.0), &mut state).delivered[0];
+    assert!(was < 0.03, "{was}");
+    let mut ticks = 0;
+    loop {
+        let p = plan(&at(7_000_000.0), &mut state);
+        let d = p.delivered[0];
+        let added = (d - was) * 7_000_000.0 * 1000.0;
+        assert!(
+            added <= LOAD_RISE * p.target * (1.0 + 1e-9),
+            "{d} after {was}"
+        );
+        ticks += 1;
+        assert!(d > was - 1e-9, "{d} after {was}");
+        was = d;
+        if !p.rising {
+            break;
+        }
+        assert!(ticks < 20, "{d} after {was}");
+    }
+    // Settled where the allocation wants it.
+    assert_eq!(plan(&at(7_000_000.0), &mut state).delivered[0], was);
+    // Several ticks to climb to what the allocation wants (about 0.9 / 7), not one or two.
+    assert!(ticks >= 5, "{ticks}");
+    assert!((0.11..0.14).contains(&was), "{was}");
 }
 
 /// `backlogged` with the engine idle `idle` of the tick and the latency measured at
