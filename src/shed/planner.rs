@@ -17,9 +17,11 @@ use super::trigger::Trigger;
 /// A pause is kept this many ticks, then the next plan decides afresh: a pause decided on
 /// the first crude estimates of a surge must not last as long as the surge does.
 const PAUSE_REVISIT: u32 = 40;
-/// ... or sooner, once the correction has risen this many times over what it was when the
-/// last query was paused (live, pauses decided at `m` 0.2 in a surge's backlog left the
-/// engine half idle for two seconds at `m` 1).
+/// ... or sooner, once the target's factor (the correction times the idle lift) has risen
+/// this many times over what it was when the last query was paused (live, pauses decided
+/// at `m` 0.2 in a surge's backlog left the engine half idle for two seconds at `m` 1;
+/// after a step down to 0.5x input, a query paused at its overload cost stayed paused
+/// 2.5 s while the lift climbed to 4 on the idle time the pause left).
 const PAUSE_RECOVERED: f64 = 2.0;
 /// Caught up: the queued work is under this share of capacity while every latency has
 /// more than `RECOVERY_SLACK` of its target to spare. A correction wound down while a
@@ -59,9 +61,9 @@ pub struct ShedState {
     pub(super) paused: Vec<bool>,
     /// Ticks since the pauses were last decided afresh.
     pub(super) pause_age: u32,
-    /// The correction `m` when a query was last paused: once `m` has recovered to
-    /// `PAUSE_RECOVERED` times it, the pauses are decided afresh (they were chosen against
-    /// a target the feedback has since raised).
+    /// The correction times the lift (`m * lift`) when a query was last paused: once it
+    /// has risen to `PAUSE_RECOVERED` times that, the pauses are decided afresh (they were
+    /// chosen against a target the feedback or the lift has since raised).
     pub(super) pause_m: f64,
     /// Ticks left before the backlog's growth is answered again (`GROWTH_LAG`).
     pub(super) growth_wait: u32,
@@ -318,7 +320,9 @@ fn decide(input: &ShedInput, state: &mut ShedState) -> ShedPlan {
             0
         };
         let pausing = state.paused.contains(&true);
-        if state.pause_age >= PAUSE_REVISIT || (pausing && m >= PAUSE_RECOVERED * state.pause_m) {
+        if state.pause_age >= PAUSE_REVISIT
+            || (pausing && m * lift >= PAUSE_RECOVERED * state.pause_m)
+        {
             state.pause_age = 0;
             state.paused.clear();
         }
@@ -342,7 +346,7 @@ fn decide(input: &ShedInput, state: &mut ShedState) -> ShedPlan {
             &mut out,
         );
         if state.paused.iter().filter(|&&x| x).count() > had {
-            state.pause_m = m;
+            state.pause_m = m * lift;
         }
     } else {
         state.paused.clear();

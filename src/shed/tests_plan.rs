@@ -290,3 +290,29 @@ fn a_sliding_window_whose_rows_take_the_machine_drops_whole_keys() {
     let p = plan(&input, &mut state);
     assert!(matches!(p.queries[0], QueryDrop::Keys { .. }));
 }
+
+#[test]
+fn pauses_are_decided_afresh_once_the_idle_lift_has_doubled_the_target() {
+    // The sliding window above without whole-key drops: paused.
+    let q = QueryInput {
+        fixed: 6e8,
+        rows: 100_000.0,
+        keep_now: 1.0,
+        rows_shape: crate::shed::Rows::Grouped { overlap: 100.0 },
+        keys: false,
+        windowed: false,
+        ..QueryInput::new(0, 500.0)
+    };
+    let input = snapshot(&[2.4e6], vec![q], 1e9 - 6e8 - 3.5e8, ShedKind::Random);
+    let mut state = ShedState::new();
+    let p = plan(&input, &mut state);
+    assert_eq!(p.paused, vec![0]);
+    assert_eq!(plan(&input, &mut state).paused, vec![0], "the pause holds");
+    // The engine idled under the pause and the lift rose to 4: the pause was chosen
+    // against a quarter of today's target, so the next plan decides afresh and admits
+    // some of the query's input.
+    state.lift = 4.0;
+    let p = plan(&input, &mut state);
+    assert!(p.paused.is_empty(), "paused {:?}", p.paused);
+    assert!(p.delivered[0] > 0.0, "{:?}", p.delivered);
+}
