@@ -10,7 +10,7 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Axis, Block, Chart, Dataset, GraphType, Paragraph};
 
 use super::msg::DropDesc;
-use super::state::{HISTORY, LogKind, State};
+use super::state::{HISTORY, LogKind, LogLine, State};
 use super::words::{drop_words, ms, rate};
 use crate::core::drop::DropReason;
 
@@ -280,42 +280,44 @@ pub fn details(s: &State, selected: usize, frame: &mut Frame<'_>, area: Rect) {
     );
 }
 
-/// The latest events, newest last, each with its run time; long ones wrap.
+/// The latest events, newest last, each with its run time; long ones wrap at word breaks.
+/// The newest is always on screen: each entry's height is ratatui's own count of the rows
+/// its wrapped text takes, not the text's length over the width (a guess that falls short
+/// when words break early and pushed the newest entry off the bottom).
 pub fn event_log(s: &State, frame: &mut Frame<'_>, area: Rect) {
     let rows = area.height.saturating_sub(2) as usize;
-    let width = area.width.saturating_sub(2).max(1) as usize;
+    let width = area.width.saturating_sub(2).max(1);
+    let wrap = ratatui::widgets::Wrap { trim: false };
+    let line = |l: &LogLine| {
+        let color = match l.kind {
+            LogKind::Info => Color::Reset,
+            LogKind::Bad => Color::Red,
+            LogKind::Good => Color::Green,
+        };
+        Line::from(vec![
+            Span::styled(
+                format!("{:>6.1}s ", l.at as f64 / 1e9),
+                Style::default().fg(Color::DarkGray),
+            ),
+            Span::styled(l.text.clone(), Style::default().fg(color)),
+        ])
+    };
     // From the newest back, as many entries as fit once wrapped.
-    let (mut used, mut first) = (0, s.log.len());
+    let mut lines = Vec::new();
+    let mut used = 0;
     for l in s.log.iter().rev() {
-        let h = (8 + l.text.chars().count()).div_ceil(width);
+        let shown = line(l);
+        let h = Paragraph::new(shown.clone()).wrap(wrap).line_count(width);
         if used + h > rows {
             break;
         }
         used += h;
-        first -= 1;
+        lines.push(shown);
     }
-    let lines: Vec<Line> = s
-        .log
-        .iter()
-        .skip(first)
-        .map(|l| {
-            let color = match l.kind {
-                LogKind::Info => Color::Reset,
-                LogKind::Bad => Color::Red,
-                LogKind::Good => Color::Green,
-            };
-            Line::from(vec![
-                Span::styled(
-                    format!("{:>6.1}s ", l.at as f64 / 1e9),
-                    Style::default().fg(Color::DarkGray),
-                ),
-                Span::styled(l.text.clone(), Style::default().fg(color)),
-            ])
-        })
-        .collect();
+    lines.reverse();
     frame.render_widget(
         Paragraph::new(lines)
-            .wrap(ratatui::widgets::Wrap { trim: false })
+            .wrap(wrap)
             .block(Block::bordered().title(" events ")),
         area,
     );

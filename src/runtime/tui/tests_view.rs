@@ -114,3 +114,18 @@ fn help_overlay_and_pause_badge() {
     // The selected query's details pane follows the selection.
     assert!(has(&out, "┌ per_city"));
 }
+
+#[test]
+fn the_newest_event_stays_on_screen_when_older_ones_wrap_at_word_breaks() {
+    let mut s = shedding();
+    for i in 0..14 {
+        s.note(&format!("rate x{i}.00 (by hand)"));
+    }
+    // Wraps at word breaks into more rows than its length over the width suggests
+    // (the dashboard's own plan line from a CI run that hid the next event).
+    s.note("plan: shedding, keep trend 0.10, extremes 0.00, hot 0.82, stream#0 0.58 (4 changes)");
+    s.apply(Msg::PolicyRequested("random".into()));
+    let out = screen(&s, 120, 40);
+    assert!(has(&out, "policy -> random (by hand)"), "{out:#?}");
+    assert!(has(&out, "(4 "), "{out:#?}");
+}
