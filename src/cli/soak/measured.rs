@@ -105,11 +105,12 @@ impl Observer for Measured {
             use std::fmt::Write as _;
             let p = &c.plan;
             let mut line = format!(
-                "{:.2} {}{} demand {:.2} m {:.2} h {:.2} lift {:.2} busy {:.2} ingest {:.2} idle {:.2} min-keep {:.4} |",
+                "{:.2} {}{} demand {:.2} used {:.2} m {:.2} h {:.2} lift {:.2} busy {:.2} ingest {:.2} idle {:.2} min-keep {:.4} |",
                 t.elapsed as f64 / 1e9,
                 if p.shedding { "S" } else { "-" },
                 if p.rising { "r" } else { "" },
                 p.load / p.target.max(1.0),
+                p.expected_load / p.target.max(1.0),
                 p.correction,
                 p.headroom,
                 p.lift,
