@@ -197,6 +197,10 @@ pub(super) fn allocate(
                     curve: curve_of(i),
                     movable: !q.lossless && !paused[i],
                     paused: paused[i],
+                    held: prev
+                        .and_then(|p| p.get(i))
+                        .filter(|w| w.is_finite())
+                        .map_or(0.0, |w| 100.0 * w.clamp(0.0, 1.0)),
                 }
             })
             .collect();

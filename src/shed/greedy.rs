@@ -1,12 +1,23 @@
 //! How much to shed: Aurora's loss/gain greedy over per-query percent-delivery cursors. It
 //! takes the move that loses the least weighted utility per unit of work saved, stops as
 //! soon as the excess is covered ("enough, not more"), and never moves a lossless query.
+//! A step below what a query held under the last plan loses `HOLD_PREMIUM` more: plans
+//! change which queries they cut only for a clear gain.
 
 use crate::qos::UtilityCurve;
 use crate::qos::loss_utility;
 
 /// Ratios this close (relatively) are ties; sums of equal terms need not be bit-equal.
 const RATIO_TIE: f64 = 1e-9;
+/// A step that takes a query's cursor below what it held under the last plan counts its
+/// loss this much higher (hysteresis). Without it, queries with the same curve were cut
+/// in the order of their measured costs, which noise reorders: live, with a busy
+/// neighbour, the step shape's plans moved the cut from one aggregate to another tick
+/// after tick; the cut one fell at once while the other rose at most `KEEP_RISE` a tick,
+/// so those plans handed out 60-85% of their target and the engine idled a fifth of the
+/// tick. A plan now swaps them only when the swap saves over a third more per unit of
+/// utility lost.
+pub const HOLD_PREMIUM: f64 = 0.35;
 
 /// One query as the greedy sees it.
 #[derive(Clone, Copy, Debug)]
@@ -24,6 +35,9 @@ pub struct GreedyQuery<'c> {
     /// Paused by the caller: it keeps nothing whatever its cursor, so it never holds up its
     /// stream's highest cursor.
     pub paused: bool,
+    /// Percent delivered under the last plan (0 without one): steps below it lose
+    /// `HOLD_PREMIUM` more.
+    pub held: f64,
 }
 
 /// What a move lowers.
@@ -93,7 +107,10 @@ fn next_step(q: &GreedyQuery, steps: u32, step: f64) -> Option<Step> {
     if !(gain > 0.0 && gain.is_finite()) {
         return None;
     }
-    let loss = q.weight * (loss_utility(q.curve, from) - loss_utility(q.curve, to)).max(0.0);
+    let mut loss = q.weight * (loss_utility(q.curve, from) - loss_utility(q.curve, to)).max(0.0);
+    if to < q.held - 1e-9 {
+        loss *= 1.0 + HOLD_PREMIUM;
+    }
     Some(Step { loss, gain })
 }
 
@@ -322,6 +339,7 @@ mod tests {
             curve: None,
             movable: true,
             paused: false,
+            held: 0.0,
         }
     }
 
@@ -399,6 +417,41 @@ mod tests {
         assert_eq!(cov.cursors, vec![0.0, 100.0]);
         assert_eq!(cov.gained, 100_000.0);
         assert!(cov.moves.iter().all(|m| m.target == MoveTarget::Query(0)));
+    }
+
+    #[test]
+    fn a_plan_swaps_the_query_it_cuts_only_for_a_clear_gain() {
+        // Same curve and weight; q1's work is 10% dearer, so from scratch it goes first.
+        let fresh = [query(0, 1000.0, 1.0), query(1, 1100.0, 1.0)];
+        assert_eq!(cover(&fresh, 2, 55_000.0, 1.0).cursors, vec![100.0, 50.0]);
+        // The last plan cut q0 to 50% and kept q1: 10% is noise, the cut stays on q0.
+        let held = |g1: f64| {
+            [
+                GreedyQuery {
+                    held: 50.0,
+                    ..query(0, 1000.0, 1.0)
+                },
+                GreedyQuery {
+                    held: 100.0,
+                    ..query(1, g1, 1.0)
+                },
+            ]
+        };
+        assert_eq!(
+            cover(&held(1100.0), 2, 50_000.0, 1.0).cursors,
+            vec![50.0, 100.0]
+        );
+        // Past what the last plan cut, both cuts take held work: the dearer q1 goes first,
+        // as from scratch.
+        assert_eq!(
+            cover(&held(1100.0), 2, 60_000.0, 1.0).cursors,
+            vec![50.0, 90.0]
+        );
+        // Twice as dear is a clear gain: the cut moves to q1.
+        assert_eq!(
+            cover(&held(2000.0), 2, 50_000.0, 1.0).cursors,
+            vec![100.0, 75.0]
+        );
     }
 
     #[test]

@@ -333,8 +333,9 @@ fn keeps_rise_a_step_a_tick_while_an_excess_is_shed_and_at_once_when_none_is_lef
 #[test]
 fn a_plan_is_rising_only_while_no_keep_a_larger_target_could_raise_is_free() {
     // Two queries on one stream at 1.2x their joint capacity, the first climbing from a
-    // low keep; the second's last keep was 1, so no rise limit holds it, and it is shed
-    // below 1: a larger target would raise it.
+    // low keep; the second's last keep was 0.9, which it keeps (cutting held work costs
+    // `HOLD_PREMIUM` more), so no rise limit holds it, and it is under 1: a larger target
+    // would raise it.
     let mut input = backlogged(None);
     input.streams[0] = StreamInput::at(10_000_000.0);
     input.queries.push(input.queries[0]);
@@ -346,7 +347,7 @@ fn a_plan_is_rising_only_while_no_keep_a_larger_target_could_raise_is_free() {
     let mut both = state.clone();
     let p = plan(&input, &mut both);
     assert!(p.rising, "{:?}", p.delivered);
-    state.last.as_mut().unwrap().delivered[1] = 1.0;
+    state.last.as_mut().unwrap().delivered[1] = 0.9;
     let p = plan(&input, &mut state);
     // The first is held by the rise limit, the second is free of it.
     assert!(

@@ -21,6 +21,7 @@ fn query(stream: usize, gain: f64, weight: f64) -> GreedyQuery<'static> {
         curve: None,
         movable: true,
         paused: false,
+        held: 0.0,
     }
 }
 
