@@ -134,6 +134,26 @@ fn a_query_keeping_little_holds_its_per_tuple_cost() {
     assert!((paused - 2e7).abs() < 0.1 * 2e7, "{paused}");
 }
 
+#[test]
+fn a_cost_read_dear_in_a_warm_up_falls_while_the_query_keeps_little() {
+    // Live: the first tick of a run read a grouped query at 4954 ns a tuple (its groups
+    // were being created); it was then kept under a quarter of its input at 40 ns a
+    // tuple, and the sparse rule held the first figure for 30 s.
+    let mut m = CostModel::default();
+    m.update_full(2e5, 2e5, 0.0, 5000.0 * 2e5, 0.05);
+    for _ in 0..100 {
+        m.update_full(1.5e5, 0.2 * 1.5e5, 0.0, 40.0 * 0.2 * 1.5e5, 0.05);
+    }
+    assert!(m.per_tuple() < 100.0, "{}", m.per_tuple());
+    // Bounded like any other tick: it falls over seconds, not in one tick.
+    let mut one = CostModel::default();
+    one.update_full(2e5, 2e5, 0.0, 5000.0 * 2e5, 0.05);
+    for _ in 0..3 {
+        one.update_full(1.5e5, 0.2 * 1.5e5, 0.0, 40.0 * 0.2 * 1.5e5, 0.05);
+    }
+    assert!(one.per_tuple() > 500.0, "{}", one.per_tuple());
+}
+
 /// A deterministic noise factor in `1 +- amp` for tick `k`.
 fn wobble(k: usize, amp: f64) -> f64 {
     // splitmix64's finaliser: neighbouring ticks get unrelated draws.
