@@ -14,9 +14,9 @@ const RATIO_TIE: f64 = 1e-9;
 /// in the order of their measured costs, which noise reorders: live, with a busy
 /// neighbour, the step shape's plans moved the cut from one aggregate to another tick
 /// after tick; the cut one fell at once while the other rose at most `KEEP_RISE` a tick,
-/// so those plans handed out 60-85% of their target and the engine idled a fifth of the
-/// tick. A plan now swaps them only when the swap saves over a third more per unit of
-/// utility lost.
+/// so a third of those plans handed out under 90% of their target (down to 58%) and the
+/// engine idled a fifth of those ticks. A plan now swaps them only when the swap saves
+/// over 35% more work per unit of utility lost.
 pub const HOLD_PREMIUM: f64 = 0.35;
 
 /// One query as the greedy sees it.
