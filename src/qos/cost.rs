@@ -31,10 +31,6 @@ const SPARSE: f64 = 0.25;
 /// A fitted coefficient must be at least this many of its standard errors (from the
 /// residuals of the weighted fit) to be believed; otherwise fewer terms are tried.
 const SIGNIFICANT: f64 = 3.0;
-/// While a query processes nothing (paused), its per-tuple cost falls by this factor a
-/// tick, down to `STALE_FLOOR` times the least it was fitted at while it ran.
-const STALE_DECAY: f64 = 0.9;
-const STALE_FLOOR: f64 = 2.0;
 /// Regressors: 1, passed, tuples, rows (per second).
 const K: usize = 4;
 const ONE: usize = 0;
@@ -54,8 +50,6 @@ pub struct CostModel {
     per_tuple: f64,
     per_row: f64,
     fixed: f64,
-    /// The least per-tuple cost fitted while the query processed what reached it (0: none).
-    least: f64,
 }
 
 impl CostModel {
@@ -118,7 +112,6 @@ impl CostModel {
             self.per_passed = coef[PASSED];
             self.per_tuple = coef[TUPLES];
             self.per_row = coef[ROWS];
-            self.note_least(n, p);
             return;
         }
         let (s1, sp, sn, sb) = (
@@ -140,17 +133,6 @@ impl CostModel {
             if sn > 0.0 {
                 self.per_tuple = self.per_tuple.min((sb - self.fixed * s1).max(0.0) / sn);
             }
-            // Paused: nothing it does now tells its cost, and a figure read at a bad moment
-            // (a surge's contention, a warm-up) would keep it paused for good. Live, with a
-            // busy neighbour, five aggregates paused at 3-8x the cost they ran at kept the
-            // step shape's demand reading 15x for 30 s and the engine a sixth idle. The
-            // figure falls towards twice the least it ran at (contention under overload
-            // costs 2-4x), so the plan re-admits the query a rise-limited step at a time
-            // and measures it again.
-            if n == 0.0 && self.least > 0.0 {
-                self.per_tuple = (self.per_tuple * STALE_DECAY)
-                    .max(self.per_tuple.min(STALE_FLOOR * self.least));
-            }
             self.per_passed = ((sb - self.fixed * s1 - self.per_tuple * sn) / sp).max(0.0);
             return;
         }
@@ -162,19 +144,6 @@ impl CostModel {
         self.per_passed = 0.0;
         self.fixed = 0.0;
         self.per_tuple = if sn > 0.0 { sb / sn } else { 0.0 };
-        self.note_least(n, p);
-    }
-
-    /// Notes the per-tuple cost as the least fitted, on a tick the query processed at
-    /// least `SPARSE` of what reached it.
-    fn note_least(&mut self, tuples: f64, passed: f64) {
-        if tuples > 0.0 && tuples >= SPARSE * passed && self.per_tuple > 0.0 {
-            self.least = if self.least > 0.0 {
-                self.least.min(self.per_tuple)
-            } else {
-                self.per_tuple
-            };
-        }
     }
 
     /// Least squares over the regressors `idx` (the intercept, if any, first), with its

@@ -154,32 +154,6 @@ fn a_cost_read_dear_in_a_warm_up_falls_while_the_query_keeps_little() {
     assert!(one.per_tuple() > 500.0, "{}", one.per_tuple());
 }
 
-#[test]
-fn a_paused_querys_cost_falls_towards_twice_the_least_it_ran_at() {
-    // 20 ns a tuple while it ran, then 160 in a surge's contention, then paused.
-    let mut m = CostModel::default();
-    for _ in 0..20 {
-        m.update_full(1e6, 1e6, 0.0, 20.0 * 1e6, 0.05);
-    }
-    for _ in 0..40 {
-        m.update_full(1e6, 1e6, 0.0, 160.0 * 1e6, 0.05);
-    }
-    let dear = m.per_tuple();
-    assert!(dear > 120.0, "{dear}");
-    m.update_full(1e6, 0.0, 0.0, 0.0, 0.05);
-    // One tick: a bounded step, not a jump.
-    assert!(m.per_tuple() >= 0.9 * dear - 1e-9, "{}", m.per_tuple());
-    for _ in 0..60 {
-        m.update_full(1e6, 0.0, 0.0, 0.0, 0.05);
-    }
-    assert!((m.per_tuple() - 40.0).abs() < 2.0, "{}", m.per_tuple());
-    // Re-admitted: what it costs now is read again.
-    for _ in 0..60 {
-        m.update_full(1e6, 1e6, 0.0, 90.0 * 1e6, 0.05);
-    }
-    assert!((m.per_tuple() - 90.0).abs() < 5.0, "{}", m.per_tuple());
-}
-
 /// A deterministic noise factor in `1 +- amp` for tick `k`.
 fn wobble(k: usize, amp: f64) -> f64 {
     // splitmix64's finaliser: neighbouring ticks get unrelated draws.
