@@ -69,9 +69,9 @@ pub struct Controller {
     /// The queued work's floor and growth over the last ticks, for the planner.
     backlog: backlog::BacklogTrend,
     prev_at: Nanos,
-    /// Sum and count of `|model_error|` over shedding ticks.
+    /// Over shedding ticks: the sum of |arrived - predicted| work and of predicted work.
     error_sum: f64,
-    error_ticks: u64,
+    error_weight: f64,
     /// Per query: its latency target (ns), for the inner guard.
     targets: Vec<Option<Nanos>>,
     /// Per query: the backlog (ns of queued work) when the inner guard last cut it in
@@ -157,7 +157,7 @@ impl Controller {
             backlog: backlog::BacklogTrend::default(),
             prev_at: start,
             error_sum: 0.0,
-            error_ticks: 0,
+            error_weight: 0.0,
             targets: w
                 .queries
                 .iter()

@@ -12,7 +12,7 @@ use crate::shed::{QueryDrop, ShedPlan};
 
 impl Controller {
     /// Checks the last plan's prediction against the tick ending at `now`, into
-    /// `qos.model_error` and its running mean over shedding ticks.
+    /// `qos.model_error` and its load-weighted mean over shedding ticks.
     pub(super) fn check_model(&mut self, qos: &mut QosSnapshot, now: Nanos) {
         // The model checked against what happened: the work that arrived over this tick
         // (work done, plus the growth of the backlog at the measured costs) against what
@@ -30,13 +30,16 @@ impl Controller {
             let arrived = (qos.busy * 1e9 + backlog / dt).max(0.0);
             let e = (arrived - predicted) / predicted;
             qos.model_error = Some(e);
+            // Weighted by the predicted load (the sum of misses over the sum of
+            // predictions): a tick predicted at 1% of capacity cannot blow the figure up
+            // to 1e4 % the way a mean of relative errors lets it.
             if self.state.shedding() {
-                self.error_sum += e.abs();
-                self.error_ticks += 1;
+                self.error_sum += (arrived - predicted).abs();
+                self.error_weight += predicted;
             }
         }
         qos.model_error_mean =
-            (self.error_ticks > 0).then(|| self.error_sum / self.error_ticks as f64);
+            (self.error_weight > 0.0).then(|| self.error_sum / self.error_weight);
     }
 
     /// Notes the installed plan in the run's history and publishes the tick's report.

@@ -96,7 +96,8 @@ pub struct QosSnapshot {
     /// load (capped at capacity); `None` before the first plan or when nothing was
     /// predicted. Filled by the control loop, which owns the plan.
     pub model_error: Option<f64>,
-    /// Mean of `|model_error|` over the run's shedding ticks so far.
+    /// `|model_error|` over the run's shedding ticks so far, weighted by each tick's
+    /// predicted load: the sum of |arrived - predicted| over the sum of predicted work.
     pub model_error_mean: Option<f64>,
     /// The engine counters this snapshot was computed from.
     pub engine: EngineSnapshot,
