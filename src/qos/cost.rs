@@ -73,6 +73,16 @@ impl CostModel {
         {
             return;
         }
+        // A tick in which nothing reached the query says nothing about its per-tuple or
+        // per-passed costs, and forgetting through it would leave the next few ticks'
+        // counts as all the evidence there is: live, a query paused for seconds was
+        // re-admitted, its first tick (groups being created, a surge's contention) read
+        // 10666 ns a tuple against a running 15-50, and it was paused again on that figure
+        // for good. Such ticks (no rows emitted either) are left out, and the fit stands as
+        // it was.
+        if passed == 0.0 && tuples == 0.0 && rows == 0.0 {
+            return;
+        }
         // Fit busy per second against the counts per second, so ticks of unequal length
         // mix.
         let secs = seconds.max(1e-9);
@@ -129,9 +139,13 @@ impl CostModel {
         // tuple: live, a grouped query read at 4954 ns a tuple in a run's first tick (its
         // groups being created) was then kept under a quarter at about 40, and that figure
         // held for 30 s. The bound falls as bounded ticks come in (`OUTLIER`), over seconds.
+        // (When the fixed part explains all of the busy time, the bound says nothing: a
+        // per-tuple cost cut to 0 would leave the next tick to the plain ratio below,
+        // which charges all the fixed work to a few tuples.)
         if self.per_tuple > 0.0 && sp > 0.0 && sn < SPARSE * sp {
-            if sn > 0.0 {
-                self.per_tuple = self.per_tuple.min((sb - self.fixed * s1).max(0.0) / sn);
+            let room = sb - self.fixed * s1;
+            if sn > 0.0 && room > 0.0 {
+                self.per_tuple = self.per_tuple.min(room / sn);
             }
             self.per_passed = ((sb - self.fixed * s1 - self.per_tuple * sn) / sp).max(0.0);
             return;

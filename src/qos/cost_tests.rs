@@ -215,3 +215,33 @@ fn work_per_offered_tuple_keeps_the_passed_cost_bounded_as_a_stream_keep_falls()
     let predicted = m.predict_full(20e6, 20e3, 0.0);
     assert!((predicted - 80.6e6).abs() < 0.1 * 80.6e6, "{predicted}");
 }
+
+#[test]
+fn a_pause_does_not_forget_the_running_cost_so_a_warm_up_tick_cannot_replace_it() {
+    // 20 ns a tuple at 2 M tuples/s; then paused 5 s (nothing reaches the query, a little
+    // busy time from its timers); then re-admitted at a twentieth of its input, its first
+    // ticks paying 1000 ns a tuple (groups being created).
+    for idle in [0.0, 1e3, 1e5] {
+        let mut m = CostModel::default();
+        for _ in 0..30 {
+            m.update_full(1e5, 1e5, 0.0, 2e6, 0.05);
+        }
+        for _ in 0..100 {
+            m.update_full(0.0, 0.0, 0.0, idle, 0.05);
+        }
+        assert!((m.per_tuple() - 20.0).abs() < 0.5, "{}", m.per_tuple());
+        for _ in 0..4 {
+            m.update_full(5e3, 5e3, 0.0, 5e6, 0.05);
+            // Before, the forgotten evidence left these ticks alone: 59 -> 330 ns (idle
+            // 0), 1229 ns (idle 1e5), which kept the query paused for good.
+            assert!(m.per_tuple() < 60.0, "idle {idle}: {}", m.per_tuple());
+            // Its whole input (2 M tuples/s, 40 ms/s of work when it ran) priced at under
+            // 2.5 times that; before, at 16 times (idle 0) to 60 times (idle 1e5).
+            let work = m.predict(2e6, 0.0);
+            assert!(
+                work < 100e6,
+                "idle {idle}: predicts {work} ns/s for its input"
+            );
+        }
+    }
+}
