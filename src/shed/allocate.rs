@@ -12,24 +12,13 @@ use super::model::{Rows, load_at};
 use super::placement::merge_at_streams;
 use super::plan::{QueryDrop, ShedPlan};
 use super::planner::{non_negative, rate_of};
+use super::rise::limit_rises;
 use super::semantic::{derived_curve, semantic_drop};
 
 /// A query is paused when shedding leaves it under this share of its input while its
 /// non-shrinking work takes more than `PAUSE_SHARE` of the machine.
 const PAUSE_KEEP: f64 = 0.1;
 const PAUSE_SHARE: f64 = 0.5;
-/// While shedding an excess, a query's keep rises by at most this much a tick (falls are at
-/// once; with no excess left, every keep goes back to 1 at once):
-/// a plan made on estimates of work the engine is not doing now (a paused query's, a
-/// query kept thin) must not hand all of it back in one tick. Live, lifting the pauses of
-/// four sliding-window queries at once queued 0.8 M tuples within two ticks.
-pub const KEEP_RISE: f64 = 0.1;
-/// And all keeps together by at most this share of the target load a tick, as predicted:
-/// at 7x overload a 0.1 step of one HOP's keep is about 30% of the machine. Live, in
-/// `soak --shape 7x-hop`, a HOP re-admitted 0 -> 0.1 -> 0.2 in two ticks after a
-/// correction cut queued 0.35 M tuples and went over its target three ticks later.
-pub const LOAD_RISE: f64 = 0.15;
-
 fn weight_of(q: &QueryInput) -> f64 {
     usable_weight(q.weight)
 }
@@ -338,60 +327,25 @@ pub(super) fn allocate(
         Mode::Random | Mode::Window | Mode::Keys => qs[i].loss,
     };
 
-    // Where: random drops shared by a whole stream move up to it. Each keep rises from the
-    // last shedding plan's by at most `KEEP_RISE`, and all of them together by at most
-    // `LOAD_RISE` of the target in predicted load.
-    // Whether a limit held any keep back, and whether some keep under 1 that a larger
-    // target could raise (not paused, not lossless) was free of them (`ShedPlan::rising`).
-    let (mut held, mut free) = (vec![false; qs.len()], false);
-    let mut was = vec![f64::NAN; qs.len()];
-    let mut keeps: Vec<f64> = (0..qs.len())
+    // Where: random drops shared by a whole stream move up to it, once the rise limits
+    // (`rise.rs`) have had their say.
+    let planned: Vec<f64> = (0..qs.len())
         .map(|i| {
-            let k = if paused[i] {
+            if paused[i] {
                 0.0
             } else {
                 cov.cursors[i] / 100.0
-            };
-            match prev.and_then(|p| p.get(i)) {
-                Some(&w) if out.excess > 0.0 && !qs[i].lossless && w.is_finite() && k > w => {
-                    was[i] = w;
-                    if k > w + KEEP_RISE {
-                        held[i] = true;
-                        w + KEEP_RISE
-                    } else {
-                        k
-                    }
-                }
-                _ => k,
             }
         })
         .collect();
-    let load_of =
-        |i: usize, k: f64| priced_load(input, &qs[i], k, shape_of(&qs[i], &modes[i]), scale);
-    let added: Vec<f64> = (0..qs.len())
-        .map(|i| {
-            if was[i].is_nan() {
-                0.0
-            } else {
-                (load_of(i, keeps[i]) - load_of(i, was[i])).max(0.0)
-            }
-        })
+    let movable: Vec<bool> = (0..qs.len())
+        .map(|i| !paused[i] && !qs[i].lossless)
         .collect();
-    let budget = LOAD_RISE * non_negative(out.target);
-    let total: f64 = added.iter().sum();
-    if total > budget {
-        let f = budget / total;
-        for i in 0..qs.len() {
-            if added[i] > 0.0 {
-                keeps[i] = was[i] + (keeps[i] - was[i]) * f;
-                held[i] = true;
-            }
-        }
-    }
-    for i in 0..qs.len() {
-        free |= !held[i] && !paused[i] && !qs[i].lossless && keeps[i] < 1.0;
-    }
-    out.rising = held.iter().any(|&h| h) && !free;
+    let limited = limit_rises(planned, prev, out.excess, out.target, &movable, |i, k| {
+        priced_load(input, &qs[i], k, shape_of(&qs[i], &modes[i]), scale)
+    });
+    out.rising = limited.rising;
+    let keeps = limited.keeps;
     let mergeable: Vec<bool> = modes.iter().map(|m| matches!(m, Mode::Random)).collect();
     let query_streams: Vec<usize> = qs.iter().map(|q| q.stream).collect();
     let merged = merge_at_streams(input.streams.len(), &query_streams, &keeps, &mergeable);

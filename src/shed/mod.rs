@@ -24,6 +24,7 @@ mod model;
 mod placement;
 mod plan;
 mod planner;
+mod rise;
 mod semantic;
 mod trigger;
 

@@ -2,7 +2,7 @@
 //! true per-tuple cost is twice what the model is told, and must still bring latency under
 //! its target with a keep fraction that settles.
 
-use super::allocate::{KEEP_RISE, LOAD_RISE};
+use super::rise::{KEEP_RISE, LOAD_RISE};
 use super::*;
 
 /// One query on one stream, one core: queue `q(k+1) = max(0, q + arrivals * keep -
