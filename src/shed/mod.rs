@@ -34,6 +34,8 @@ mod tests_control;
 mod tests_fanout;
 #[cfg(test)]
 mod tests_plan;
+#[cfg(test)]
+mod tests_rise;
 
 pub use adapt::IDLE_TARGET;
 pub use allocate::weighted_mean;
