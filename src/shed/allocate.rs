@@ -341,15 +341,9 @@ pub(super) fn allocate(
     let movable: Vec<bool> = (0..qs.len())
         .map(|i| !paused[i] && !qs[i].lossless)
         .collect();
-    let limited = limit_rises(
-        planned,
-        prev,
-        out.excess,
-        out.target,
-        input.idle,
-        &movable,
-        |i, k| priced_load(input, &qs[i], k, shape_of(&qs[i], &modes[i]), scale),
-    );
+    let limited = limit_rises(planned, prev, out.excess, out.target, &movable, |i, k| {
+        priced_load(input, &qs[i], k, shape_of(&qs[i], &modes[i]), scale)
+    });
     out.rising = limited.rising;
     let keeps = limited.keeps;
     let mergeable: Vec<bool> = modes.iter().map(|m| matches!(m, Mode::Random)).collect();

@@ -30,18 +30,12 @@ pub(super) struct Limited {
 
 /// Limits the rise of the allocation's `keeps` from the last shedding plan's (`prev`)
 /// while shedding an `excess`. `movable[i]`: the query's keep is the shedder's to raise
-/// (neither paused nor lossless); `load_of(i, k)`: its predicted load at keep `k`;
-/// `idle`: work per second the engine left unused over the last tick, waiting for input
-/// with every queue empty, which the rising keeps may also take (it is there now,
-/// whatever the model says; live, after a queue ceiling cut keeps that the next ticks
-/// could raise only by `LOAD_RISE`, the engine idled a fifth to a third of four to six
-/// ticks with the other core busy).
+/// (neither paused nor lossless); `load_of(i, k)`: its predicted load at keep `k`.
 pub(super) fn limit_rises(
     mut keeps: Vec<f64>,
     prev: Option<&[f64]>,
     excess: f64,
     target: f64,
-    idle: f64,
     movable: &[bool],
     load_of: impl Fn(usize, f64) -> f64,
 ) -> Limited {
@@ -70,7 +64,7 @@ pub(super) fn limit_rises(
             }
         })
         .collect();
-    let budget = LOAD_RISE * non_negative(target) + non_negative(idle);
+    let budget = LOAD_RISE * non_negative(target);
     let total: f64 = added.iter().sum();
     if total > budget {
         let f = budget / total;
@@ -105,7 +99,6 @@ mod tests {
             Some(&prev),
             1.0,
             1000.0,
-            0.0,
             &movable,
             load,
         );
@@ -126,7 +119,6 @@ mod tests {
             Some(&[0.2, 0.5]),
             1.0,
             50.0,
-            0.0,
             &[true; 2],
             load,
         );
@@ -134,25 +126,9 @@ mod tests {
         assert!((added - LOAD_RISE * 50.0).abs() < 1e-9, "{:?}", l.keeps);
         assert!((l.keeps[0] - 0.25).abs() < 1e-9 && (l.keeps[1] - 0.525).abs() < 1e-9);
         assert!(l.rising);
-        // The engine idle 5 units of work a second over the last tick: those too.
-        let l = limit_rises(
-            vec![0.6, 0.55],
-            Some(&[0.2, 0.5]),
-            1.0,
-            50.0,
-            5.0,
-            &[true; 2],
-            load,
-        );
-        let added = 100.0 * (l.keeps[0] - 0.2) + 100.0 * (l.keeps[1] - 0.5);
-        assert!(
-            (added - (LOAD_RISE * 50.0 + 5.0)).abs() < 1e-9,
-            "{:?}",
-            l.keeps
-        );
         // No excess left, or no last plan: nothing is limited.
         for (prev, excess) in [(Some(&[0.0, 0.0][..]), 0.0), (None, 1.0)] {
-            let l = limit_rises(vec![1.0, 0.7], prev, excess, 100.0, 0.0, &[true; 2], load);
+            let l = limit_rises(vec![1.0, 0.7], prev, excess, 100.0, &[true; 2], load);
             assert_eq!(l.keeps, vec![1.0, 0.7]);
             assert!(!l.rising);
         }
