@@ -215,15 +215,7 @@ pub(super) fn allocate(
             excess - pause_gain,
             p.step,
         );
-        let keeps: Vec<f64> = (0..qs.len())
-            .map(|i| {
-                if paused[i] {
-                    0.0
-                } else {
-                    cov.cursors[i] / 100.0
-                }
-            })
-            .collect();
+        let keeps = cursor_keeps(&cov.cursors, &paused);
         let predicted: f64 = qs
             .iter()
             .enumerate()
@@ -329,15 +321,7 @@ pub(super) fn allocate(
 
     // Where: random drops shared by a whole stream move up to it, once the rise limits
     // (`rise.rs`) have had their say.
-    let planned: Vec<f64> = (0..qs.len())
-        .map(|i| {
-            if paused[i] {
-                0.0
-            } else {
-                cov.cursors[i] / 100.0
-            }
-        })
-        .collect();
+    let planned = cursor_keeps(&cov.cursors, &paused);
     let movable: Vec<bool> = (0..qs.len())
         .map(|i| !paused[i] && !qs[i].lossless)
         .collect();
@@ -380,6 +364,15 @@ pub(super) fn allocate(
     out.expected_load = stream_load + queue_load + out.ingest;
     out.expected_input = stream_load;
     out.weighted_utility = weighted(qs, &out.utility);
+}
+
+/// The keep fractions the greedy's cursors (percent) ask for, 0 for a paused query.
+fn cursor_keeps(cursors: &[f64], paused: &[bool]) -> Vec<f64> {
+    cursors
+        .iter()
+        .zip(paused)
+        .map(|(&c, &p)| if p { 0.0 } else { c / 100.0 })
+        .collect()
 }
 
 /// Predicted work per second of `q` at keep `k`. A grouped query shed to nothing that is

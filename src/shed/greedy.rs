@@ -322,4 +322,4 @@ pub fn cover_shared(
 
 #[cfg(test)]
 #[path = "greedy_tests.rs"]
-mod tests;
+pub(super) mod tests;

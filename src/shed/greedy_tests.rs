@@ -10,7 +10,12 @@ fn slides_curve() -> UtilityCurve {
     }
 }
 
-fn query(stream: usize, gain_per_percent: f64, weight: f64) -> GreedyQuery<'static> {
+/// A movable query with no curve and nothing held (also the fan-out tests').
+pub(in crate::shed) fn query(
+    stream: usize,
+    gain_per_percent: f64,
+    weight: f64,
+) -> GreedyQuery<'static> {
     GreedyQuery {
         stream,
         gain_per_percent,

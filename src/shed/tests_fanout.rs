@@ -5,23 +5,12 @@
 
 use crate::qos::UtilityCurve;
 
+use super::greedy::tests::query;
 use super::*;
 
 fn slides_curve() -> UtilityCurve {
     UtilityCurve {
         points: vec![(0.0, 0.0), (50.0, 0.8), (100.0, 1.0)],
-    }
-}
-
-fn query(stream: usize, gain: f64, weight: f64) -> GreedyQuery<'static> {
-    GreedyQuery {
-        stream,
-        gain_per_percent: gain,
-        weight,
-        curve: None,
-        movable: true,
-        paused: false,
-        held: 0.0,
     }
 }
 

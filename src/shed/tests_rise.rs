@@ -6,12 +6,16 @@ use super::rise::{KEEP_RISE, LOAD_RISE};
 use super::tests_control::backlogged;
 use super::*;
 
-#[test]
-fn keeps_rise_a_step_a_tick_while_an_excess_is_shed_and_at_once_when_none_is_left() {
-    let at = |rate: f64| ShedInput {
+/// `backlogged` with its one stream offered `rate` tuples/s.
+fn at(rate: f64) -> ShedInput<'static> {
+    ShedInput {
         streams: vec![StreamInput::at(rate)],
         ..backlogged(None)
-    };
+    }
+}
+
+#[test]
+fn keeps_rise_a_step_a_tick_while_an_excess_is_shed_and_at_once_when_none_is_left() {
     let mut state = ShedState::new();
     let low = plan(&at(10_000_000.0), &mut state).delivered[0];
     assert!(low < 0.15, "{low}");
@@ -67,10 +71,6 @@ fn a_plan_is_rising_only_while_no_keep_a_larger_target_could_raise_is_free() {
 #[test]
 fn at_a_high_overload_keeps_rise_by_a_share_of_the_target_in_load_a_tick() {
     // 7x: one keep step of 0.1 would add 70% of the machine's work in one tick.
-    let at = |rate: f64| ShedInput {
-        streams: vec![StreamInput::at(rate)],
-        ..backlogged(None)
-    };
     let mut state = ShedState::new();
     let mut was = plan(&at(50_000_000.0), &mut state).delivered[0];
     assert!(was < 0.03, "{was}");
