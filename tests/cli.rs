@@ -466,6 +466,85 @@ fn the_soak_repeats_its_shapes_and_prints_their_ranges() {
     assert!(String::from_utf8_lossy(&bad.stderr).contains("--runs"));
 }
 
+/// `soak --workload FILE` measures a user's own workload live under its own policy and
+/// prints its row; a workload it cannot measure (no latency target) is bad input, with
+/// the reason.
+#[test]
+fn the_soak_measures_a_users_own_workload() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("mine.yaml");
+    let text = r#"
+name: mine
+duration: 2s
+engine: {mode: simulated, tick: 50ms}
+streams:
+  s:
+    schema: {k: int, v: float}
+    source:
+      generator:
+        rate: {steps: [{at: 0s, rate: 20000}, {at: 1s, rate: 60000}]}
+        fields: {k: {uniform: {min: 1, max: 50}}, v: {uniform: {min: 0, max: 1}}}
+queries:
+  hot:
+    sql: SELECT k, v FROM s WHERE v > 0.5
+    qos: {latency: {p99: 100ms}}
+    cost: 1us
+policy: none.yaml
+"#;
+    std::fs::write(&file, text).unwrap();
+    std::fs::write(dir.path().join("none.yaml"), "kind: none\n").unwrap();
+    let out = spillway()
+        .args(["soak", "--workload"])
+        .arg(&file)
+        .output()
+        .unwrap();
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert!(
+        stderr.contains("is simulated; the soak runs it live"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("its own duration, policy its own"),
+        "{stderr}"
+    );
+    // Seconds 0 and 1 are each a surge's first: not counted (only the run's closing
+    // partial second may be), and none is over at 6% of capacity.
+    let row = stdout
+        .lines()
+        .find(|l| l.starts_with("mine "))
+        .unwrap_or_else(|| panic!("no row in {stdout}"));
+    assert!(row.contains("  -    0/"), "{row}");
+    assert!(
+        matches!(out.status.code(), Some(0 | 1)),
+        "{stdout}\n{stderr}"
+    );
+    std::fs::write(
+        &file,
+        text.replace("    qos: {latency: {p99: 100ms}}\n", ""),
+    )
+    .unwrap();
+    let bad = spillway()
+        .args(["soak", "--workload"])
+        .arg(&file)
+        .output()
+        .unwrap();
+    assert_eq!(bad.status.code(), Some(2));
+    let e = String::from_utf8_lossy(&bad.stderr);
+    assert!(
+        e.contains("mine.yaml: no query has a latency target"),
+        "{e}"
+    );
+    let both = spillway()
+        .args(["soak", "--shape", "3x", "--workload"])
+        .arg(&file)
+        .output()
+        .unwrap();
+    assert_eq!(both.status.code(), Some(2));
+}
+
 /// `rows per tuple` of the first output line starting with `prefix`.
 fn rows_per_tuple(text: &str, prefix: &str) -> f64 {
     let line = text

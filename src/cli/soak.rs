@@ -20,16 +20,24 @@ use crate::spec::{self, Policy, parse_duration};
 
 #[derive(Args, Debug)]
 pub struct SoakArgs {
-    /// How long each shape runs (the issue's check: 60s or more).
-    #[arg(long, value_parser = parse_duration, default_value = "60s")]
-    pub duration: i64,
+    /// How long each shape runs (default 60s, the issue's check: 60s or more); with
+    /// --workload, instead of the workload's own duration.
+    #[arg(long, value_parser = parse_duration)]
+    pub duration: Option<i64>,
     /// Shapes to run (default all five): 3x, 7x-hop, bursts, step, ramp; `issue` runs the
     /// issue's own setup (2.4 M tuples/s, one sliding window over 1000 keys) unscaled.
     #[arg(long = "shape", value_name = "NAME")]
     pub shapes: Vec<String>,
-    /// Shedding policy kind: random, semantic or window-aware.
-    #[arg(long, default_value = "random")]
-    pub policy: String,
+    /// Shedding policy kind: random, semantic or window-aware (default random; with
+    /// --workload, the workload's own policy).
+    #[arg(long)]
+    pub policy: Option<String>,
+    /// Run this workload file live, measured as a shape is (seconds over target after each
+    /// surge's first second, whole-run p99, busy share while shedding, utility), instead of
+    /// the built-in shapes. Surges are read from its generators' rates (a step up, a burst
+    /// switching on).
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["shapes", "capacity", "memory", "print"])]
+    pub workload: Option<std::path::PathBuf>,
     /// Keep another core busy with a spinning thread (the "other core busy" run).
     #[arg(long)]
     pub busy_neighbour: bool,
@@ -67,6 +75,7 @@ pub struct SoakArgs {
 mod measured;
 mod row;
 pub(super) mod shapes;
+mod user;
 
 use measured::Measured;
 use row::Row;
@@ -145,8 +154,10 @@ pub fn soak(args: SoakArgs) -> Result<ExitCode, Failure> {
             SHAPES.join(", ")
         )));
     }
-    let policy = spec::parse_policy(&format!("kind: {}\n", args.policy), "--policy")
+    let kind = args.policy.as_deref().unwrap_or("random");
+    let policy = spec::parse_policy(&format!("kind: {kind}\n"), "--policy")
         .map_err(|e| Failure::BadInput(e.to_string()))?;
+    let duration = args.duration.unwrap_or(DEFAULT_DURATION);
     // Started before any probe, so that the capacity measured is the one left beside it.
     let stop = Arc::new(AtomicBool::new(false));
     let neighbour = args.busy_neighbour.then(|| {
@@ -171,7 +182,7 @@ pub fn soak(args: SoakArgs) -> Result<ExitCode, Failure> {
             Some(c) => c,
             None => capacity(&probe)?,
         };
-        let result = super::soak_memory::memory_soak(args.duration, policy, cap, |r| {
+        let result = super::soak_memory::memory_soak(duration, policy, cap, |r| {
             super::soak_memory::as_a_user_runs(&workload(r, false))
         });
         stop.store(true, Ordering::Relaxed);
@@ -180,13 +191,31 @@ pub fn soak(args: SoakArgs) -> Result<ExitCode, Failure> {
         }
         return result;
     }
+    if let Some(path) = &args.workload {
+        header(&args, 1, duration);
+        let row = (0..args.runs)
+            .map(|_| {
+                user::soak_workload(
+                    path,
+                    args.policy.is_some().then_some(&policy),
+                    args.duration,
+                    args.trace.as_deref(),
+                )
+            })
+            .collect::<Result<Vec<Row>, Failure>>();
+        stop.store(true, Ordering::Relaxed);
+        if let Some(h) = neighbour {
+            let _ = h.join();
+        }
+        return verdict(&row?, args.runs, false);
+    }
     if !args.print {
-        header(&args, shapes.len());
+        header(&args, shapes.len(), duration);
     }
     let mut rows = Vec::new();
     let runs = if args.print { 1 } else { args.runs };
     for name in (0..runs).flat_map(|_| shapes.iter()) {
-        let d = args.duration;
+        let d = duration;
         let cap = match args.capacity {
             Some(c) => c,
             None => capacity(&probe_text(name))?,
@@ -213,13 +242,7 @@ pub fn soak(args: SoakArgs) -> Result<ExitCode, Failure> {
             surges,
             second: w.queries.iter().map(|_| latency_histogram()).collect(),
             whole: w.queries.iter().map(|_| latency_histogram()).collect(),
-            trace: match &args.trace {
-                Some(path) => Some(std::io::BufWriter::new(
-                    std::fs::File::create(path)
-                        .map_err(|e| Failure::BadInput(format!("{}: {e}", path.display())))?,
-                )),
-                None => None,
-            },
+            trace: open_trace(args.trace.as_deref())?,
             ..Measured::default()
         };
         run_headless(
@@ -242,12 +265,18 @@ pub fn soak(args: SoakArgs) -> Result<ExitCode, Failure> {
     if args.print {
         return Ok(ExitCode::SUCCESS);
     }
+    verdict(&rows, runs, true)
+}
+
+/// Prints the ranges over `runs` runs of `rows` and whether each kept the promise; exit 1
+/// when one did not. A built-in shape (`shapes`) that never shed did not overload.
+fn verdict(rows: &[Row], runs: u32, shapes: bool) -> Result<ExitCode, Failure> {
     if runs > 1 {
-        row::print_ranges(&rows);
+        row::print_ranges(rows);
     }
     let failed: Vec<String> = rows
         .iter()
-        .flat_map(|r| r.failures(r.shape == ISSUE))
+        .flat_map(|r| r.failures(!shapes || r.shape == ISSUE))
         .collect();
     if failed.is_empty() {
         eprintln!("spillway soak: the promise held on every shape");
@@ -260,18 +289,45 @@ pub fn soak(args: SoakArgs) -> Result<ExitCode, Failure> {
     }
 }
 
+/// The default length of a shape's run: the issue's check asks for 60 s or more.
+const DEFAULT_DURATION: i64 = 60_000_000_000;
+
+/// The `--trace` file, created, if one is asked for.
+fn open_trace(
+    path: Option<&std::path::Path>,
+) -> Result<Option<std::io::BufWriter<std::fs::File>>, Failure> {
+    path.map(|p| {
+        std::fs::File::create(p)
+            .map(std::io::BufWriter::new)
+            .map_err(|e| Failure::BadInput(format!("{}: {e}", p.display())))
+    })
+    .transpose()
+}
+
 /// The run's first line (stderr) and the table's header (stdout).
-fn header(args: &SoakArgs, shapes: usize) {
+fn header(args: &SoakArgs, shapes: usize, duration: i64) {
+    let what = match &args.workload {
+        Some(p) => format!("workload {}", p.display()),
+        None => format!("{shapes} shape(s)"),
+    };
+    let each = match (&args.workload, args.duration) {
+        (Some(_), None) => "its own duration".to_string(),
+        _ => format!("{:.0} s each", duration as f64 / 1e9),
+    };
+    let policy = match (&args.workload, &args.policy) {
+        (Some(_), None) => "its own",
+        (_, p) => p.as_deref().unwrap_or("random"),
+    };
     eprintln!(
-        "spillway soak: {} shape(s){}, {:.0} s each, policy {}{}",
-        shapes,
+        "spillway soak: {}{}, {}, policy {}{}",
+        what,
         if args.runs > 1 {
             format!(" x {} runs", args.runs)
         } else {
             String::new()
         },
-        args.duration as f64 / 1e9,
-        args.policy,
+        each,
+        policy,
         if args.busy_neighbour {
             ", another core kept busy"
         } else {

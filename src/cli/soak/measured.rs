@@ -1,6 +1,6 @@
 //! What `spillway soak` measures of one shape's live run, as an observer of its ticks:
 //! per query the latencies of each second and of the whole run, the seconds over target
-//! (skipping the first second of each surge), busy, ingest and idle shares and the delivered
+//! (skipping every second that overlaps a surge's first), busy, ingest and idle shares and the delivered
 //! keep over ticks that drop something, utility, model error, refits, and an optional
 //! line per tick (`--trace`). Invariant: a second is counted once, when the first tick
 //! of a later second (or the run's end) closes it.
@@ -50,7 +50,7 @@ impl Measured {
         let skipped = self
             .surges
             .iter()
-            .any(|&s| start >= s && start < s + 1_000_000_000);
+            .any(|&s| start < s + 1_000_000_000 && start + 1_000_000_000 > s);
         let (mut counted, mut over) = (false, false);
         for (q, h) in self.second.iter_mut().enumerate() {
             if let (Some(t), false) = (self.targets[q], h.is_empty() || skipped) {
@@ -154,5 +154,36 @@ impl Observer for Measured {
             Event::InputDropsInsufficient { .. } => self.insufficient += 1,
             _ => {}
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::core::stats::latency_histogram;
+
+    /// One query with a 100 ms target whose every second has a p99 of 150 ms.
+    fn always_late(surges: Vec<Nanos>, seconds: i64) -> (u64, u64) {
+        let mut m = Measured {
+            targets: vec![Some(100_000_000)],
+            surges,
+            second: vec![latency_histogram()],
+            whole: vec![latency_histogram()],
+            ..Measured::default()
+        };
+        for k in 0..seconds {
+            m.current = k;
+            m.second[0].record(150_000_000).expect("in range");
+            m.close_second();
+        }
+        m.over
+    }
+
+    #[test]
+    fn every_second_overlapping_a_surges_first_second_is_skipped() {
+        // Whole-second surges skip their own second.
+        assert_eq!(always_late(vec![0, 5_000_000_000], 10), (8, 8));
+        // A surge at 5.3 s reaches into seconds 5 and 6.
+        assert_eq!(always_late(vec![0, 5_300_000_000], 10), (7, 7));
     }
 }

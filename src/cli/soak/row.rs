@@ -69,9 +69,14 @@ impl Row {
 
     pub(super) fn print(&self) {
         outln!(
-            "{:<7} {:>7.2}M {:>4}/{:<3} {:>4.1}% {:>22} {:>5.2} {:>5.2} {:>5.2} {:>6.2} {:>5.2} {:>6} {:>5} {:>5} {:>5}",
+            "{:<7} {:>8} {:>4}/{:<3} {:>4.1}% {:>22} {:>5.2} {:>5.2} {:>5.2} {:>6.2} {:>5.2} {:>6} {:>5} {:>5} {:>5}",
             self.shape,
-            self.capacity / 1e6,
+            // A user's workload runs at its own rates: no capacity was scaled to.
+            if self.capacity > 0.0 {
+                format!("{:.2}M", self.capacity / 1e6)
+            } else {
+                "-".to_string()
+            },
             self.over.0,
             self.over.1,
             100.0 * self.over_share(),
@@ -143,8 +148,14 @@ pub(super) fn ranges(rows: &[Row]) -> Vec<String> {
             let of: Vec<&Row> = rows.iter().filter(|r| r.shape == s).collect();
             let get = |f: fn(&Row) -> f64| of.iter().map(|r| f(r)).collect::<Vec<f64>>();
             let counted = of.iter().map(|r| r.over.1).max().unwrap_or(0);
+            let capacity = get(|r| r.capacity / 1e6);
+            let capacity = if capacity.iter().all(|&c| c > 0.0) {
+                format!(", capacity {} M/s", range(&capacity, |x| format!("{x:.2}")))
+            } else {
+                String::new()
+            };
             format!(
-                "{s:<7} {} runs: over {} of {counted} s, worst p99/target {}, busy+ingest {}, idle {}, utility {}, capacity {} M/s",
+                "{s:<7} {} runs: over {} of {counted} s, worst p99/target {}, busy+ingest {}, idle {}, utility {}{capacity}",
                 of.len(),
                 range(&get(|r| r.over.0 as f64), |x| format!("{x:.0}")),
                 range(
@@ -154,7 +165,6 @@ pub(super) fn ranges(rows: &[Row]) -> Vec<String> {
                 range(&get(|r| r.busy + r.ingest), |x| format!("{x:.2}")),
                 range(&get(|r| r.idle), |x| format!("{x:.2}")),
                 range(&get(|r| r.utility), |x| format!("{x:.2}")),
-                range(&get(|r| r.capacity / 1e6), |x| format!("{x:.2}")),
             )
         })
         .collect()
