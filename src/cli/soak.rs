@@ -63,7 +63,8 @@ pub struct SoakArgs {
     /// share of its input the plan delivers (stream and query drop points together), its
     /// queue depth and the largest latency recorded in the tick (ms), and in brackets the
     /// measured delivered share, ns per tuple (`c`), per passed tuple (`p`), rows/s and ns
-    /// per row (`rRxB`). For finding what a second over target came from.
+    /// per row (`rRxB`) and fixed work (`f`, ms/s). For finding what a second over target
+    /// came from.
     #[arg(long, value_name = "FILE")]
     pub trace: Option<std::path::PathBuf>,
     /// Run every shape this many times (alternating shapes), then print each shape's

@@ -128,7 +128,7 @@ impl Observer for Measured {
                 let keep = p.delivered.get(q).copied().unwrap_or(1.0);
                 let _ = write!(
                     line,
-                    " {} {:.2}/{}/{:.0} [{:.3} c{:.0} p{:.0} r{:.0}x{:.0}]",
+                    " {} {:.2}/{}/{:.0} [{:.3} c{:.0} p{:.0} r{:.0}x{:.0} f{:.0}]",
                     qq.name,
                     keep,
                     qq.queued,
@@ -137,7 +137,8 @@ impl Observer for Measured {
                     qq.cost,
                     qq.passed_cost,
                     qq.row_rate,
-                    qq.row_cost
+                    qq.row_cost,
+                    qq.fixed_cost / 1e6
                 );
             }
             if c.thinned > 0 {
