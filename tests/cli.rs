@@ -185,7 +185,7 @@ fn a_second_ctrl_c_aborts_an_overloaded_run_at_once() {
         &w,
         "name: deep\nengine: {queue_capacity: 50000000}\nstreams:\n  s: {schema: {k: int}, rate: 3000000}\n\
          queries:\n  slow:\n    sql: SELECT k, COUNT(*) AS n FROM s GROUP BY k, \
-         HOP(PROCTIME(), INTERVAL '10' MILLISECOND, INTERVAL '1' SECOND)\n    sink: none\n",
+         HOP(PROCTIME(), INTERVAL '2' MILLISECOND, INTERVAL '1' SECOND)\n    sink: none\n",
     )
     .unwrap();
     let started = std::time::Instant::now();
