@@ -537,6 +537,9 @@ policy: none.yaml
         e.contains("mine.yaml: no query has a latency target"),
         "{e}"
     );
+    // Refused before anything starts: no header, no row.
+    assert!(!e.contains("spillway soak: workload"), "{e}");
+    assert!(bad.stdout.is_empty());
     let both = spillway()
         .args(["soak", "--shape", "3x", "--workload"])
         .arg(&file)

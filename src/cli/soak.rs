@@ -159,6 +159,11 @@ pub fn soak(args: SoakArgs) -> Result<ExitCode, Failure> {
     let policy = spec::parse_policy(&format!("kind: {kind}\n"), "--policy")
         .map_err(|e| Failure::BadInput(e.to_string()))?;
     let duration = args.duration.unwrap_or(DEFAULT_DURATION);
+    // Checked before anything starts: a file the soak cannot run is bad input at once.
+    let user_workload = match &args.workload {
+        Some(path) => Some(user::load(path, args.duration)?),
+        None => None,
+    };
     // Started before any probe, so that the capacity measured is the one left beside it.
     let stop = Arc::new(AtomicBool::new(false));
     let neighbour = args.busy_neighbour.then(|| {
@@ -192,12 +197,13 @@ pub fn soak(args: SoakArgs) -> Result<ExitCode, Failure> {
         }
         return result;
     }
-    if let Some(path) = &args.workload {
+    if let (Some(path), Some(w)) = (&args.workload, &user_workload) {
         header(&args, 1, duration);
         let row = (0..args.runs)
             .map(|_| {
                 user::soak_workload(
                     path,
+                    w,
                     args.policy.is_some().then_some(&policy),
                     args.duration,
                     args.trace.as_deref(),

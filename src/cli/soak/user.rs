@@ -76,14 +76,9 @@ pub fn refusal(w: &Workload, duration: Option<Nanos>) -> Option<String> {
     None
 }
 
-/// Runs workload file `path` live as the soak measures a shape; `policy` overrides its own
-/// (a `--policy` kind), `duration` its duration. Returns the row, printed.
-pub fn soak_workload(
-    path: &Path,
-    policy: Option<&Policy>,
-    duration: Option<Nanos>,
-    trace: Option<&Path>,
-) -> Result<Row, Failure> {
+/// Workload file `path`, checked as `spillway run` checks it and refused (bad input, with
+/// the reason) when the soak cannot measure it; set to run live.
+pub fn load(path: &Path, duration: Option<Nanos>) -> Result<Workload, Failure> {
     let mut w = super::super::load_workload(path)?;
     if let Some(why) = refusal(&w, duration) {
         return Err(Failure::BadInput(format!("{}: {why}", path.display())));
@@ -95,26 +90,39 @@ pub fn soak_workload(
         );
         w.engine.mode = Mode::Live;
     }
+    Ok(w)
+}
+
+/// Runs workload `w` (from file `path`, as `load` returned it) live as the soak measures
+/// a shape; `policy` overrides its own (a `--policy` kind), `duration` its duration.
+/// Returns the row, printed.
+pub fn soak_workload(
+    path: &Path,
+    w: &Workload,
+    policy: Option<&Policy>,
+    duration: Option<Nanos>,
+    trace: Option<&Path>,
+) -> Result<Row, Failure> {
     let d = duration.or(w.duration).expect("refused without a duration");
     let policy = match policy {
         Some(p) => p.clone(),
-        None => super::super::run::resolve_policy(path, &w, None)?,
+        None => super::super::run::resolve_policy(path, w, None)?,
     };
-    let engine = engine_for(&w).map_err(|e| Failure::BadInput(e.to_string()))?;
+    let engine = engine_for(w).map_err(|e| Failure::BadInput(e.to_string()))?;
     let mut m = Measured {
         targets: w
             .queries
             .iter()
             .map(|q| q.qos.as_ref().and_then(|s| s.latency).map(|l| l.target))
             .collect(),
-        surges: surges(&w, d),
+        surges: surges(w, d),
         second: w.queries.iter().map(|_| latency_histogram()).collect(),
         whole: w.queries.iter().map(|_| latency_histogram()).collect(),
         trace: super::open_trace(trace)?,
         ..Measured::default()
     };
     run_headless(
-        &w,
+        w,
         engine,
         policy,
         Some(d),
