@@ -79,3 +79,44 @@ proptest! {
         same_either_way(&q, 0, &input)?;
     }
 }
+
+/// The newest tumbling window's groups live in its key cache only; once a later window is
+/// the newest, a late tuple of the earlier one (within the allowed lateness) must find
+/// the group it already has, not open a second one, and a new key there opens one.
+#[test]
+fn a_late_tuple_finds_its_group_after_a_later_window_became_the_newest() {
+    use crate::core::schema::Scalar;
+    let q = "SELECT k, COUNT(*) AS n, window_start FROM s GROUP BY k, TUMBLE(ts, INTERVAL '10' MILLISECOND)";
+    for (one_batch, batch_placement) in [(false, true), (false, false), (true, true)] {
+        let mut p = build(q, 10, batch_placement);
+        let mut out = p.new_output();
+        // (k, v, ts ms): window [0, 10) gets k1; [10, 20) becomes the newest; then k1, a
+        // new k2 and k1 again arrive late for [0, 10).
+        let input: &[(i64, i64, i64)] = &[(1, 1, 5), (1, 1, 15), (1, 1, 7), (2, 1, 8), (1, 1, 9)];
+        if one_batch {
+            p.process(&super::tests::batch(input), 1.0, 1.0, &mut out);
+        } else {
+            for row in input {
+                p.process(&super::tests::batch(&[*row]), 1.0, 1.0, &mut out);
+            }
+        }
+        p.flush(1_000 * MS, &mut out);
+        let mut got: Vec<Vec<Scalar>> = (0..out.len())
+            .map(|i| out.rows.row(i, p.output_types()))
+            .collect();
+        got.sort_by_key(|r| format!("{r:?}"));
+        let row = |k, n, start_ms: i64| {
+            vec![
+                Scalar::Int(k),
+                Scalar::Int(n),
+                Scalar::Timestamp(start_ms * MS),
+            ]
+        };
+        assert_eq!(
+            got,
+            [row(1, 1, 10), row(1, 3, 0), row(2, 1, 0)],
+            "one batch {one_batch}, batch placement {batch_placement}"
+        );
+        assert_eq!(p.late(), 0);
+    }
+}

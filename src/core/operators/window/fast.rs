@@ -90,9 +90,7 @@ impl WindowAggregate {
         }
         let mut key = [0i64; MAX_GROUP_KEYS];
         key[0] = k;
-        let s = self.slot_for((start, key));
-        self.hot.1.insert(key, s);
-        s
+        self.new_hot_key(start, key)
     }
 }
 

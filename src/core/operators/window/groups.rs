@@ -1,8 +1,12 @@
 //! Finding and creating a tuple's group slot. The newest tumbling window's groups are found
 //! through its key cache (`hot`), the newest slice's through the key ids of `slices`, and
-//! older starts through their key maps in `groups` (a sliced start's map is made the first
-//! time an older slice is looked up). Invariant: a (start, key) has at most one live slot,
-//! listed in `windows` under its start in first-seen order.
+//! older starts through their key maps in `groups`. The newest start's groups are entered
+//! in `hot` (or `slices`) only: a start's map in `groups` is made the first time a tuple
+//! of it arrives once a later start is the newest (`map_start`), so a new key costs one
+//! map's lookup and insert, not two maps' (with a million keys a window, each a cache
+//! miss). Invariant: a (start, key) has at most one live slot, listed in `windows` under
+//! its start in first-seen order; a start older than the newest has either no map or a
+//! complete one.
 
 use super::{GroupKey, WindowAggregate};
 use crate::core::plan::MAX_GROUP_KEYS;
@@ -25,9 +29,18 @@ impl WindowAggregate {
         if let Some(s) = self.hot.1.get(&key) {
             return s;
         }
-        let s = self.slot_for((start, key));
-        self.hot.1.insert(key, s);
-        s
+        self.new_hot_key(start, key)
+    }
+
+    /// A new group of the newest tumbling window `start` (whose cache lacks `key`), entered
+    /// in the cache only (`map_start` enters it in `groups` if an older start's lookup
+    /// ever needs it).
+    #[inline]
+    pub(super) fn new_hot_key(&mut self, start: i64, key: [i64; MAX_GROUP_KEYS]) -> u32 {
+        debug_assert!(self.slices.is_none() && start == self.hot.0);
+        let (slot, _) = self.new_group((start, key), None);
+        self.hot.1.insert(key, slot);
+        slot
     }
 
     /// `slot_for` of a sliced operator: the newest slice's groups are found by key id
@@ -74,7 +87,9 @@ impl WindowAggregate {
     }
 
     pub(super) fn slot_for(&mut self, gk: GroupKey) -> u32 {
-        if self.slices.is_some() && gk.0 < self.hot.0 && !self.groups.contains_key(&gk.0) {
+        // A start that was the newest has its groups in `hot` or `slices` only. (Sliding
+        // windows without slices never use `hot`: its start stays `i64::MIN`.)
+        if gk.0 < self.hot.0 && !self.groups.contains_key(&gk.0) {
             self.map_start(gk.0);
         }
         if let Some(&s) = self.groups.get(&gk.0).and_then(|m| m.get(&gk.1)) {
@@ -88,8 +103,8 @@ impl WindowAggregate {
         slot
     }
 
-    /// Sliced: enters the groups of `start`, made while it was the newest slice, in
-    /// `groups` (once, when an older slice is first looked up by key).
+    /// Enters the groups of `start`, made while it was the newest window or slice, in
+    /// `groups` (once, when an older start is first looked up by key).
     #[cold]
     fn map_start(&mut self, start: i64) {
         let Some(slots) = self.windows.get(&start) else {

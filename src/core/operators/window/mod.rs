@@ -59,8 +59,9 @@ pub struct WindowAggregate {
     plan: AggregatePlan,
     /// Per open start, its groups: a start's keys are looked up in a map of that start's
     /// keys only (in cache while the start is written), and closing a start drops its map
-    /// whole instead of removing each group from one map of every open group. Sliced: only
-    /// older slices that an out-of-order tuple looked up have a map (`groups.rs`).
+    /// whole instead of removing each group from one map of every open group. The newest
+    /// tumbling window or slice has none (its groups are in `hot` or `slices`); an older
+    /// one has a map once an out-of-order tuple looked it up (`groups.rs`).
     groups: BTreeMap<i64, KeyMap>,
     spare: Vec<KeyMap>,
     slot_keys: Vec<GroupKey>,
