@@ -540,6 +540,21 @@ policy: none.yaml
     // Refused before anything starts: no header, no row.
     assert!(!e.contains("spillway soak: workload"), "{e}");
     assert!(bad.stdout.is_empty());
+    // So is a policy file that is not there.
+    std::fs::write(
+        &file,
+        text.replace("policy: none.yaml", "policy: gone.yaml"),
+    )
+    .unwrap();
+    let bad = spillway()
+        .args(["soak", "--workload"])
+        .arg(&file)
+        .output()
+        .unwrap();
+    assert_eq!(bad.status.code(), Some(2));
+    let e = String::from_utf8_lossy(&bad.stderr);
+    assert!(e.contains("gone.yaml"), "{e}");
+    assert!(!e.contains("spillway soak: workload"), "{e}");
     let both = spillway()
         .args(["soak", "--shape", "3x", "--workload"])
         .arg(&file)

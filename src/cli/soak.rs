@@ -161,7 +161,11 @@ pub fn soak(args: SoakArgs) -> Result<ExitCode, Failure> {
     let duration = args.duration.unwrap_or(DEFAULT_DURATION);
     // Checked before anything starts: a file the soak cannot run is bad input at once.
     let user_workload = match &args.workload {
-        Some(path) => Some(user::load(path, args.duration)?),
+        Some(path) => Some(user::load(
+            path,
+            args.policy.is_some().then_some(&policy),
+            args.duration,
+        )?),
         None => None,
     };
     // Started before any probe, so that the capacity measured is the one left beside it.
@@ -197,18 +201,10 @@ pub fn soak(args: SoakArgs) -> Result<ExitCode, Failure> {
         }
         return result;
     }
-    if let (Some(path), Some(w)) = (&args.workload, &user_workload) {
+    if let Some((w, policy)) = &user_workload {
         header(&args, 1, duration);
         let row = (0..args.runs)
-            .map(|_| {
-                user::soak_workload(
-                    path,
-                    w,
-                    args.policy.is_some().then_some(&policy),
-                    args.duration,
-                    args.trace.as_deref(),
-                )
-            })
+            .map(|_| user::soak_workload(w, policy, args.duration, args.trace.as_deref()))
             .collect::<Result<Vec<Row>, Failure>>();
         stop.store(true, Ordering::Relaxed);
         if let Some(h) = neighbour {
@@ -286,7 +282,10 @@ fn verdict(rows: &[Row], runs: u32, shapes: bool) -> Result<ExitCode, Failure> {
         .flat_map(|r| r.failures(!shapes || r.shape == ISSUE))
         .collect();
     if failed.is_empty() {
-        eprintln!("spillway soak: the promise held on every shape");
+        eprintln!(
+            "spillway soak: the promise held on every {}",
+            if shapes { "shape" } else { "run" }
+        );
         Ok(ExitCode::SUCCESS)
     } else {
         for f in &failed {
