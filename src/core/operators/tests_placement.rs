@@ -81,42 +81,76 @@ proptest! {
 }
 
 /// The newest tumbling window's groups live in its key cache only; once a later window is
-/// the newest, a late tuple of the earlier one (within the allowed lateness) must find
-/// the group it already has, not open a second one, and a new key there opens one.
+/// the newest, a late tuple (within the allowed lateness) must find the group its window
+/// already has, and a new key there open one, whether its window is the one just passed or
+/// an earlier one (each map built from the window's slots).
 #[test]
 fn a_late_tuple_finds_its_group_after_a_later_window_became_the_newest() {
     use crate::core::schema::Scalar;
     let q = "SELECT k, COUNT(*) AS n, window_start FROM s GROUP BY k, TUMBLE(ts, INTERVAL '10' MILLISECOND)";
-    for (one_batch, batch_placement) in [(false, true), (false, false), (true, true)] {
-        let mut p = build(q, 10, batch_placement);
-        let mut out = p.new_output();
-        // (k, v, ts ms): window [0, 10) gets k1; [10, 20) becomes the newest; then k1, a
-        // new k2 and k1 again arrive late for [0, 10).
-        let input: &[(i64, i64, i64)] = &[(1, 1, 5), (1, 1, 15), (1, 1, 7), (2, 1, 8), (1, 1, 9)];
-        if one_batch {
-            p.process(&super::tests::batch(input), 1.0, 1.0, &mut out);
-        } else {
-            for row in input {
-                p.process(&super::tests::batch(&[*row]), 1.0, 1.0, &mut out);
-            }
-        }
-        p.flush(1_000 * MS, &mut out);
-        let mut got: Vec<Vec<Scalar>> = (0..out.len())
-            .map(|i| out.rows.row(i, p.output_types()))
-            .collect();
-        got.sort_by_key(|r| format!("{r:?}"));
-        let row = |k, n, start_ms: i64| {
+    let row = |k, n, start_ms: i64| {
+        vec![
+            Scalar::Int(k),
+            Scalar::Int(n),
+            Scalar::Timestamp(start_ms * MS),
+        ]
+    };
+    // (k, v, ts ms), allowed lateness (ms), the rows expected.
+    type Case<'a> = (&'a [(i64, i64, i64)], i64, Vec<Vec<Scalar>>);
+    let cases: [Case<'_>; 2] = [
+        // [0, 10) gets k1; [10, 20) becomes the newest; k1, a new k2 and k1 again arrive
+        // late for [0, 10).
+        (
+            &[(1, 1, 5), (1, 1, 15), (1, 1, 7), (2, 1, 8), (1, 1, 9)],
+            10,
+            vec![row(1, 1, 10), row(1, 3, 0), row(2, 1, 0)],
+        ),
+        // Two windows on: [0, 10) no longer has a cache, [10, 20) has the one it had.
+        (
+            &[
+                (1, 1, 5),
+                (1, 1, 15),
+                (1, 1, 25),
+                (1, 1, 7),
+                (2, 1, 8),
+                (1, 1, 17),
+                (3, 1, 18),
+                (1, 1, 9),
+                (3, 1, 19),
+            ],
+            20,
             vec![
-                Scalar::Int(k),
-                Scalar::Int(n),
-                Scalar::Timestamp(start_ms * MS),
-            ]
-        };
-        assert_eq!(
-            got,
-            [row(1, 1, 10), row(1, 3, 0), row(2, 1, 0)],
-            "one batch {one_batch}, batch placement {batch_placement}"
-        );
-        assert_eq!(p.late(), 0);
+                row(1, 1, 20),
+                row(1, 2, 10),
+                row(1, 3, 0),
+                row(2, 1, 0),
+                row(3, 2, 10),
+            ],
+        ),
+    ];
+    for (input, lateness, want) in &cases {
+        for (one_batch, batch_placement) in [(false, true), (false, false), (true, true)] {
+            let mut p = build(q, *lateness, batch_placement);
+            let mut out = p.new_output();
+            if one_batch {
+                p.process(&super::tests::batch(input), 1.0, 1.0, &mut out);
+            } else {
+                for row in input.iter() {
+                    p.process(&super::tests::batch(&[*row]), 1.0, 1.0, &mut out);
+                }
+            }
+            p.flush(1_000 * MS, &mut out);
+            let mut got: Vec<Vec<Scalar>> = (0..out.len())
+                .map(|i| out.rows.row(i, p.output_types()))
+                .collect();
+            got.sort_by_key(|r| format!("{r:?}"));
+            let mut want = want.clone();
+            want.sort_by_key(|r| format!("{r:?}"));
+            assert_eq!(
+                got, want,
+                "lateness {lateness}, one batch {one_batch}, batch placement {batch_placement}"
+            );
+            assert_eq!(p.late(), 0);
+        }
     }
 }
