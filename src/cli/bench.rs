@@ -45,6 +45,10 @@ pub struct BenchArgs {
     /// 14's goal: 3x).
     #[arg(long, value_name = "RUNS", value_parser = clap::value_parser!(u32).range(1..=1000))]
     pub sliding: Option<u32>,
+    /// Only measure the JSON-lines sink: formatting `--tuples` result rows (an int key, a
+    /// count, a float sum, a timestamp) into memory, in ns a row.
+    #[arg(long)]
+    pub sink: bool,
 }
 
 fn parse_batch_size(s: &str) -> Result<usize, String> {
@@ -92,6 +96,10 @@ pub fn bench(args: BenchArgs) -> Result<ExitCode, Failure> {
             "{}",
             super::bench_many::many_yaml(n as usize, Some(args.tuples))
         );
+        return Ok(ExitCode::SUCCESS);
+    }
+    if args.sink {
+        super::bench_sink::bench_sink(args.tuples);
         return Ok(ExitCode::SUCCESS);
     }
     if args.strings {

@@ -5,6 +5,7 @@ mod bench;
 mod bench_ingest;
 mod bench_many;
 mod bench_nexmark;
+mod bench_sink;
 mod bench_strings;
 mod bench_watched;
 mod bench_workers;

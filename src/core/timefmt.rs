@@ -24,6 +24,35 @@ impl fmt::Display for Rfc3339Millis {
     }
 }
 
+/// Appends the RFC 3339 text of `ns` (as `Rfc3339Millis` displays it) to `out`, without
+/// `fmt`: the sinks write one per timestamp of every result row.
+pub fn push_rfc3339_millis(out: &mut Vec<u8>, ns: i64) {
+    let millis = ns.div_euclid(1_000_000);
+    let (secs, ms) = (millis.div_euclid(1000), millis.rem_euclid(1000));
+    let (days, sod) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
+    let (y, m, d) = civil_from_days(days);
+    // Years of an i64 of nanoseconds lie in 1677..=2262: always four digits.
+    let digits = |v: i64, n: usize, out: &mut Vec<u8>| {
+        for k in (0..n).rev() {
+            out.push(b'0' + (v / 10i64.pow(k as u32) % 10) as u8);
+        }
+    };
+    digits(y, 4, out);
+    out.push(b'-');
+    digits(m, 2, out);
+    out.push(b'-');
+    digits(d, 2, out);
+    out.push(b'T');
+    digits(sod / 3600, 2, out);
+    out.push(b':');
+    digits(sod / 60 % 60, 2, out);
+    out.push(b':');
+    digits(sod % 60, 2, out);
+    out.push(b'.');
+    digits(ms, 3, out);
+    out.push(b'Z');
+}
+
 /// The proleptic Gregorian date of `days` since 1970-01-01 (H. Hinnant's algorithm).
 fn civil_from_days(days: i64) -> (i64, i64, i64) {
     let z = days + 719_468;
@@ -43,6 +72,25 @@ mod tests {
 
     fn text(ns: i64) -> String {
         Rfc3339Millis(ns).to_string()
+    }
+
+    #[test]
+    fn the_byte_writer_agrees_with_the_display() {
+        for ns in [
+            0,
+            -1,
+            1,
+            999_999_999,
+            -86_400_000_000_000,
+            951_782_400_123_456_789,
+            1_765_000_000_123_456_789,
+            i64::MIN,
+            i64::MAX,
+        ] {
+            let mut out = Vec::new();
+            push_rfc3339_millis(&mut out, ns);
+            assert_eq!(String::from_utf8(out).unwrap(), text(ns), "{ns}");
+        }
     }
 
     #[test]
