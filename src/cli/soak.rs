@@ -13,7 +13,6 @@ use clap::Args;
 
 use super::Failure;
 use super::outln;
-use crate::core::stats::latency_histogram;
 use crate::runtime::assemble::{engine_for, run_headless};
 use crate::runtime::observe::Observers;
 use crate::spec::{self, Policy, parse_duration};
@@ -236,18 +235,7 @@ pub fn soak(args: SoakArgs) -> Result<ExitCode, Failure> {
         }
         let w = spec::parse(&text, "<soak>").map_err(|e| anyhow::anyhow!("{e}"))?;
         let engine = engine_for(&w).map_err(|e| anyhow::anyhow!(e))?;
-        let mut m = Measured {
-            targets: w
-                .queries
-                .iter()
-                .map(|q| q.qos.as_ref().and_then(|s| s.latency).map(|l| l.target))
-                .collect(),
-            surges,
-            second: w.queries.iter().map(|_| latency_histogram()).collect(),
-            whole: w.queries.iter().map(|_| latency_histogram()).collect(),
-            trace: open_trace(args.trace.as_deref())?,
-            ..Measured::default()
-        };
+        let mut m = Measured::for_workload(&w, surges, open_trace(args.trace.as_deref())?);
         run_headless(
             &w,
             engine,

@@ -44,6 +44,28 @@ pub(super) struct Measured {
 }
 
 impl Measured {
+    /// What a run of `w` will measure: its queries' targets, the surges starting at
+    /// `surges` (ns), and a line per tick into `trace`, if given.
+    pub(super) fn for_workload(
+        w: &crate::spec::Workload,
+        surges: Vec<Nanos>,
+        trace: Option<std::io::BufWriter<std::fs::File>>,
+    ) -> Measured {
+        use crate::core::stats::latency_histogram;
+        Measured {
+            targets: w
+                .queries
+                .iter()
+                .map(|q| q.qos.as_ref().and_then(|s| s.latency).map(|l| l.target))
+                .collect(),
+            surges,
+            second: w.queries.iter().map(|_| latency_histogram()).collect(),
+            whole: w.queries.iter().map(|_| latency_histogram()).collect(),
+            trace,
+            ..Measured::default()
+        }
+    }
+
     pub(super) fn close_second(&mut self) {
         let k = self.current;
         let start = k * 1_000_000_000;

@@ -17,7 +17,6 @@ use super::Failure;
 use super::measured::Measured;
 use super::row::Row;
 use crate::core::schema::Nanos;
-use crate::core::stats::latency_histogram;
 use crate::generator::RateProfile;
 use crate::runtime::assemble::{engine_for, run_headless};
 use crate::runtime::observe::Observers;
@@ -131,18 +130,7 @@ pub fn soak_workload(
     let d = duration.or(w.duration).expect("refused without a duration");
     let policy = policy.clone();
     let engine = engine_for(w).map_err(|e| Failure::BadInput(e.to_string()))?;
-    let mut m = Measured {
-        targets: w
-            .queries
-            .iter()
-            .map(|q| q.qos.as_ref().and_then(|s| s.latency).map(|l| l.target))
-            .collect(),
-        surges: surges(w, d),
-        second: w.queries.iter().map(|_| latency_histogram()).collect(),
-        whole: w.queries.iter().map(|_| latency_histogram()).collect(),
-        trace: super::open_trace(trace)?,
-        ..Measured::default()
-    };
+    let mut m = Measured::for_workload(w, surges(w, d), super::open_trace(trace)?);
     run_headless(
         w,
         engine,
