@@ -1,12 +1,36 @@
 //! Read access to the engine for drivers and the QoS monitor (indices, plans, queues,
-//! histograms, value observers) and the few counters drivers feed in (busy time,
-//! overhead). Nothing here touches tuples.
+//! histograms, value observers), the few counters drivers feed in (busy time,
+//! overhead) and the close step they set. Nothing here touches tuples.
 
 use super::{Engine, ValueObserver};
 use crate::core::plan::QueryPlan;
 use crate::core::schema::{Nanos, Schema};
 
 impl Engine {
+    /// Whether any query has queued input, or a closed window still being emitted
+    /// (`set_close_step`).
+    pub fn has_work(&self) -> bool {
+        self.queued.iter().any(|q| self.queries[q].has_work())
+    }
+
+    /// The queries with queued input, in index order.
+    pub fn queued_queries(&self) -> impl Iterator<Item = usize> + '_ {
+        self.queued
+            .iter()
+            .filter(|&q| !self.queries[q].queue.is_empty())
+    }
+
+    /// Rows a query's window close emits in one turn at most: the rest of a large close is
+    /// emitted by later turns of that query, scheduled like queued input (its rows' due
+    /// arrival counts as the oldest queued), so a query with a tighter target can run in
+    /// between. Unbounded by default; applies to the queries added later too.
+    pub fn set_close_step(&mut self, rows: usize) {
+        self.close_step = rows.max(1);
+        for q in &mut self.queries {
+            q.pipeline.set_close_step(self.close_step);
+        }
+    }
+
     /// Whether a `tick` could emit a row: some query has an open arrival-time window.
     /// When it cannot, and no query has queued input, a tick changes nothing that shows.
     pub fn awaits_tick(&self) -> bool {

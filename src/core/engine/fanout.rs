@@ -367,7 +367,7 @@ impl QueryState {
             Some(time) => {
                 self.settle_pending();
                 self.pipeline.advance_time(time, &mut self.out);
-                !self.out.is_empty()
+                !self.out.is_empty() || self.pipeline.closing_due().is_some()
             }
         }
     }

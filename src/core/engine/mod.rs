@@ -96,6 +96,12 @@ struct QueryState {
 }
 
 impl QueryState {
+    /// Whether a turn of this query has something to do: queued input, or the rest of a
+    /// window close (`Engine::set_close_step`).
+    fn has_work(&self) -> bool {
+        !self.queue.is_empty() || self.pipeline.closing_due().is_some()
+    }
+
     /// Runs one queued item through the pipeline into `out`; returns its tuples. A batch
     /// narrowed for this query alone that is its whole result (a filter query whose WHERE
     /// the predicate index evaluated) becomes the result, not a copy of it.
@@ -189,6 +195,8 @@ pub struct Engine {
     config: EngineConfig,
     /// The queue capacity the shedder last installed, for queries added later.
     installed_capacity: Option<usize>,
+    /// Rows a window close emits in one turn at most (`set_close_step`).
+    close_step: usize,
 }
 
 impl Engine {
@@ -237,6 +245,7 @@ impl Engine {
             pull_bound: config.queue_capacity.max(1),
             config,
             installed_capacity: None,
+            close_step: usize::MAX,
         };
         for def in queries {
             engine.push_query(def)?;
@@ -258,7 +267,8 @@ impl Engine {
         self.streams[si].readers.push(qi);
         self.streams[si].shared.invalidate();
         self.streams[si].reader_bound = None;
-        let pipeline = Pipeline::new(&def.plan, &self.streams[si].types);
+        let mut pipeline = Pipeline::new(&def.plan, &self.streams[si].types);
+        pipeline.set_close_step(self.close_step);
         let capacity = match self.installed_capacity {
             _ if def.lossless => usize::MAX,
             Some(c) => c,
@@ -307,38 +317,28 @@ impl Engine {
         }
     }
 
-    /// Whether any query has queued input.
-    pub fn has_work(&self) -> bool {
-        self.queued
-            .iter()
-            .any(|q| !self.queries[q].queue.is_empty())
-    }
-
-    /// The queries with queued input, in index order.
-    pub fn queued_queries(&self) -> impl Iterator<Item = usize> + '_ {
-        self.queued
-            .iter()
-            .filter(|&q| !self.queries[q].queue.is_empty())
-    }
-
-    /// Runs one batch of the query the scheduler picks. Only queries with queued input are
+    /// Runs one batch of the query the scheduler picks, or one close step of a query
+    /// emitting a closed window (`set_close_step`). Only queries that may have work are
     /// looked at (round-robin: one ordered-set lookup).
     pub fn run_turn(&mut self, now: Nanos) -> Option<Turn> {
         let queries = &self.queries;
         let qi = if self.scheduler.kind() == SchedulerKind::RoundRobin {
             self.scheduler
-                .pick_round_robin(&mut self.queued, queries.len(), |q| {
-                    !queries[q].queue.is_empty()
-                })?
+                .pick_round_robin(&mut self.queued, queries.len(), |q| queries[q].has_work())?
         } else {
-            self.queued.retain(|q| !queries[q].queue.is_empty());
+            self.queued.retain(|q| queries[q].has_work());
             self.views.clear();
             self.views.extend(self.queued.iter().map(|qi| {
                 let q = &queries[qi];
+                let closing = q.pipeline.closing_due();
+                let oldest = match (q.queue.oldest_arrival(), closing) {
+                    (Some(a), Some(b)) => Some(a.min(b)),
+                    (a, b) => a.or(b),
+                };
                 QueueView {
                     index: qi,
-                    depth: q.queue.depth(),
-                    oldest_arrival: q.queue.oldest_arrival(),
+                    depth: q.queue.depth().max(closing.is_some() as usize),
+                    oldest_arrival: oldest,
                     latency_target: q.def.latency_target,
                     weight: q.def.weight,
                 }
@@ -346,29 +346,53 @@ impl Engine {
             self.scheduler.pick(&self.views, queries.len(), now)?
         };
         let q = &mut self.queries[qi];
+        if q.pipeline.closing_due().is_some() {
+            // The rest of a close comes before the query's next batch (whose rows are of
+            // later windows).
+            q.pipeline.resume_close(&mut q.out);
+            self.after_close_step(qi);
+            return Some(Turn {
+                query: qi,
+                tuples: 0,
+            });
+        }
+        let q = &mut self.queries[qi];
         let mut item = q.queue.pop(&mut self.held)?;
         if let Some(o) = &mut q.processed_values {
             observe_rows(o, item.rows());
         }
         let tuples = q.process(&mut item);
         q.stats.processed += tuples as u64;
-        // Only a query with results is visited by `emit` (most of many filters emit
-        // nothing in most turns).
-        if !q.out.is_empty() {
-            self.unemitted.insert(qi);
-        }
+        let stream = q.stream;
+        self.after_close_step(qi);
         if let Some(sel) = item.sel.take()
             && self.spare_sels.len() < SPARE_SELS
         {
             self.spare_sels.push(sel);
         }
         if item.prefiltered {
-            let stream = q.stream;
             self.streams[stream].shared.recycle(item.batch);
         }
         Some(Turn { query: qi, tuples })
     }
+
+    /// After query `qi` ran: only a query with results is visited by `emit` (most of many
+    /// filters emit nothing in most turns), and one still emitting a close has work.
+    fn after_close_step(&mut self, qi: usize) {
+        let q = &self.queries[qi];
+        if !q.out.is_empty() {
+            self.unemitted.insert(qi);
+        }
+        if q.pipeline.closing_due().is_some() {
+            self.queued.insert(qi);
+        }
+    }
 }
+
+/// Rows a window close emits in one turn of a live run (`Engine::set_close_step`): at a
+/// few hundred ns a row to close, finish and write, a few ms, against targets of tens of
+/// ms and more; a million-group close is some sixty turns.
+pub const LIVE_CLOSE_STEP: usize = 16_384;
 
 /// Selection buffers kept for reuse (one per partial keep in flight is plenty).
 const SPARE_SELS: usize = 256;

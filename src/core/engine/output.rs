@@ -49,7 +49,7 @@ impl Engine {
                     charged += ns;
                     last = at;
                 }
-                if !q.out.is_empty() {
+                if !q.out.is_empty() || q.pipeline.closing_due().is_some() {
                     self.unemitted.insert(qi);
                 }
             }
@@ -84,7 +84,7 @@ impl Engine {
             self.accounted += ns as u64;
             charged += ns;
             last = at;
-            if !q.out.is_empty() {
+            if !q.out.is_empty() || q.pipeline.closing_due().is_some() {
                 self.unemitted.insert(qi);
             }
         }
@@ -162,6 +162,10 @@ impl Engine {
         mut sink: impl FnMut(&Emitted<'_>),
     ) {
         let q = &mut self.queries[index];
+        if q.pipeline.closing_due().is_some() {
+            // Whatever closed it (a tick, a lost time), the rest is emitted by its turns.
+            self.queued.insert(index);
+        }
         if q.out.is_empty() {
             return;
         }

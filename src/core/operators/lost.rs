@@ -59,8 +59,8 @@ impl Pipeline {
         if let Body::Aggregate(a) = &mut self.body {
             let (op, mut sink) = a.split(out);
             op.advance_to(time.0, time.1, &mut sink);
-            let closed = op.closed();
-            sink.done(closed);
+            let done = op.emitted_to();
+            sink.done(done);
         }
     }
 }

@@ -373,8 +373,8 @@ impl Pipeline {
                 if filtered_out && routed.is_none() {
                     op.advance_rows(unfiltered, &mut sink);
                 }
-                let closed = op.closed();
-                sink.done(closed);
+                let done = op.emitted_to();
+                sink.done(done);
             }
         }
     }
@@ -384,8 +384,36 @@ impl Pipeline {
         if let Body::Aggregate(a) = &mut self.body {
             let (op, mut sink) = a.split(out);
             op.on_tick(bound, &mut sink);
-            let closed = op.closed();
-            sink.done(closed);
+            let done = op.emitted_to();
+            sink.done(done);
+        }
+    }
+
+    /// Emits up to the close step's rows more of windows closed but not yet emitted whole
+    /// (`WindowAggregate::resume`).
+    pub fn resume_close(&mut self, out: &mut Output) {
+        if let Body::Aggregate(a) = &mut self.body {
+            let (op, mut sink) = a.split(out);
+            op.resume(&mut sink);
+            let done = op.emitted_to();
+            sink.done(done);
+        }
+    }
+
+    /// The arrival the rows of a window closed but not yet emitted whole carry (`None`:
+    /// no such window, `resume_close` has nothing to do).
+    pub fn closing_due(&self) -> Option<Nanos> {
+        match &self.body {
+            Body::Aggregate(a) => a.op.closing_due(),
+            Body::Project(_) => None,
+        }
+    }
+
+    /// Rows a window close emits in one call at most; the rest wait for `resume_close`
+    /// (or the next batch, tick or flush). Unbounded by default.
+    pub fn set_close_step(&mut self, rows: usize) {
+        if let Body::Aggregate(a) = &mut self.body {
+            a.op.set_close_step(rows);
         }
     }
 
@@ -402,8 +430,8 @@ impl Pipeline {
         if let Body::Aggregate(a) = &mut self.body {
             let (op, mut sink) = a.split(out);
             op.flush(now, &mut sink);
-            let closed = op.closed();
-            sink.done(closed);
+            let done = op.emitted_to();
+            sink.done(done);
         }
     }
 
@@ -416,8 +444,8 @@ impl Pipeline {
         };
         let (op, mut sink) = a.split(out);
         let more = op.flush_step(now, &mut sink);
-        let closed = op.closed();
-        sink.done(closed);
+        let done = op.emitted_to();
+        sink.done(done);
         more
     }
 

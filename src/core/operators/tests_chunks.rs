@@ -157,9 +157,21 @@ fn view(p: &Pipeline, out: &Output) -> Vec<String> {
 /// step's rows reach it or are noted lost, then a tick at the step's last time; then the
 /// flush. Returns the rows as seen, the windows lost whole and the late tuples.
 fn run(sql: &str, rows: usize, steps: &[Step]) -> (Vec<String>, u64, u64) {
+    run_stepped(sql, rows, usize::MAX, steps)
+}
+
+/// `run` with closes emitting at most `close_step` rows a call, and every other step
+/// followed by one `resume_close` (what a turn of its own does).
+fn run_stepped(
+    sql: &str,
+    rows: usize,
+    close_step: usize,
+    steps: &[Step],
+) -> (Vec<String>, u64, u64) {
     let mut p = chunked(sql, rows);
+    p.set_close_step(close_step);
     let mut out = p.new_output();
-    for (input, keep, reach, kind) in steps {
+    for (i, (input, keep, reach, kind)) in steps.iter().enumerate() {
         let b = batch(input);
         let kind = [LossKind::Scaled, LossKind::Unscaled, LossKind::WholeGroups][*kind as usize];
         let kept: Vec<u32> = match reach {
@@ -176,6 +188,9 @@ fn run(sql: &str, rows: usize, steps: &[Step]) -> (Vec<String>, u64, u64) {
         }
         if let Some(&(_, _, t)) = input.last() {
             p.on_tick(t * MS, &mut out);
+        }
+        if i % 2 == 1 {
+            p.resume_close(&mut out);
         }
     }
     p.flush(1_000_000 * MS, &mut out);
@@ -208,6 +223,24 @@ proptest! {
         let whole = run(&q, usize::MAX, &steps);
         prop_assert_eq!(&run(&q, 1, &steps), &whole);
         prop_assert_eq!(&run(&q, 7, &steps), &whole);
+    }
+
+    /// Closes emitted a few rows a call (the rest by later batches, ticks or resumes)
+    /// give the rows, annotations, lost windows and late tuples of whole closes.
+    #[test]
+    fn stepped_closes_equal_whole_closes(
+        steps in steps(false),
+        time in prop::sample::select(vec!["ts", "PROCTIME()"]),
+        window in prop::sample::select(vec!["TUMBLE", "HOP"]),
+        having in any::<bool>(),
+        close_step in 1usize..5,
+    ) {
+        // No WHERE: the share of input a filter passes is a running estimate read when
+        // rows are finished, and a stepped close finishes some of them later.
+        let q = query(time, window, having).replace(" WHERE v > -8", "");
+        let whole = run(&q, usize::MAX, &steps);
+        prop_assert_eq!(&run_stepped(&q, 1, close_step, &steps), &whole);
+        prop_assert_eq!(&run_stepped(&q, usize::MAX, close_step, &steps), &whole);
     }
 
     #[test]

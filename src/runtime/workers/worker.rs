@@ -138,6 +138,8 @@ impl Worker<'_> {
         let batch_size = w.engine.batch_size.max(1);
         // Windows that lost rows close are timed after each ingest and charged to their query.
         engine.set_lost_deferred(true);
+        // A large window close is emitted over several turns, other queries running between.
+        engine.set_close_step(crate::core::engine::LIVE_CLOSE_STEP);
         let mut finishing = false;
         let mut aborted = false;
         loop {

@@ -1,7 +1,10 @@
 //! Closing windows: which windows the watermark (or a tick, or the end of input) completes,
 //! and the result rows they become. Invariant: every window is emitted once, in start
-//! order, its rows in the order its keys were first seen, and its slots are freed after;
-//! the sink hears of each window once all its rows are in its buffer (`GroupSink`).
+//! order, its rows in the order its keys were first seen, and each slot is freed once its
+//! row is emitted; the sink hears of each window once all its rows are in its buffer
+//! (`GroupSink`). A close may emit a few rows now and the rest later (`close_step`,
+//! `resume`): a window closed is late for every tuple from then on, whether or not its
+//! rows are all out, and no later window's row comes before its last.
 
 use super::super::approx::Output;
 use super::WindowAggregate;
@@ -36,12 +39,41 @@ pub(super) enum Due {
     WindowEnd,
 }
 
+/// A window the watermark has closed whose rows are not all emitted yet: a close emits at
+/// most `close_step` rows a call (tumbling and per-window operators), so one window of a
+/// million groups is emitted over many calls and the engine can run other queries in
+/// between (`WindowAggregate::resume`).
+#[derive(Debug)]
+pub(super) struct Closing {
+    start: i64,
+    end: i64,
+    /// The arrival its rows carry, fixed when it closed.
+    due: Nanos,
+    /// Its slots in emission order, `slots[..next]` emitted and freed.
+    pub(super) slots: Vec<u32>,
+    pub(super) next: usize,
+    /// Abandoned by window-aware shedding (`withhold`): closes without a row.
+    withheld: bool,
+}
+
 impl WindowAggregate {
-    /// Emits and forgets every window whose end is `<= closed_to`.
+    /// Emits and forgets every window whose end is `<= closed_to`, at most `close_step`
+    /// rows of them now and the rest by later calls (`resume`), in start order.
     pub(super) fn close(
         &mut self,
         closed_to: i64,
         due_override: Option<Due>,
+        out: &mut impl GroupSink,
+    ) {
+        self.close_within(closed_to, due_override, self.close_step, out);
+    }
+
+    /// `close` emitting at most `budget` rows now (`usize::MAX`: all of them).
+    pub(super) fn close_within(
+        &mut self,
+        closed_to: i64,
+        due_override: Option<Due>,
+        budget: usize,
         out: &mut impl GroupSink,
     ) {
         if self.slices.is_some() {
@@ -50,6 +82,8 @@ impl WindowAggregate {
         }
         self.closed = self.closed.max(closed_to);
         let size = self.plan.window.size;
+        // Every window the watermark closed joins the queue now, with its due arrival:
+        // its key map and cache go, and a tuple for it is late from here on.
         while let Some((&start, _)) = self.windows.first_key_value() {
             let end = start.saturating_add(size);
             if end > closed_to {
@@ -58,44 +92,106 @@ impl WindowAggregate {
             let slots = self.windows.pop_first().expect("checked non-empty").1;
             self.forget_start(start);
             if start == self.hot.0 {
-                // Its slots are freed below: the newest window's cache must not name them.
+                // Its slots are freed as they are emitted: the newest window's cache must
+                // not name them.
                 self.hot.1.clear();
             }
-            if let Some(i) = self.withheld.iter().position(|&s| s == start) {
-                self.withheld.swap_remove(i);
-                slots.iter().for_each(|&slot| self.forget(slot));
-                out.window_closed(end);
-                continue;
-            }
-            let due = self.due_for(end, due_override);
-            let buf = out.buffer();
-            let nkeys = self.plan.keys.len();
-            if self.state.emit_exact(&slots, nkeys, buf) {
-                let key_of = |r: usize| &self.slot_keys[slots[r] as usize].1;
-                self.push_keys_and_bounds(slots.len(), key_of, (start, end), due, buf);
-            } else {
-                for &slot in &slots {
-                    self.state.emit(slot as usize, nkeys, buf);
-                    let gk = self.slot_keys[slot as usize];
-                    self.push_key_and_bounds(&gk.1, start, end, due, buf);
+            let withheld = match self.withheld.iter().position(|&s| s == start) {
+                Some(i) => {
+                    self.withheld.swap_remove(i);
+                    true
                 }
-            }
-            slots.iter().for_each(|&slot| self.forget(slot));
-            buf.approx.pad(buf.rows.len());
-            out.window_closed(end);
+                None => false,
+            };
+            let due = self.due_for(end, due_override);
+            (self.closing).push_back(Closing {
+                start,
+                end,
+                due,
+                slots,
+                next: 0,
+                withheld,
+            });
         }
         // A withheld window that never held a row leaves nothing to close.
         self.withheld
             .retain(|&s| s.saturating_add(size) > closed_to);
-        let buf = out.buffer();
-        buf.approx.pad(buf.rows.len());
-        // Crossing records older than every open window's end are no longer needed.
+        self.emit_closing(budget, out);
+        // Crossing records older than every open window's end are no longer needed (a
+        // queued window's due arrival is already fixed).
         let first_open_end = self
             .windows
             .first_key_value()
             .map(|(s, _)| s.saturating_add(size))
             .unwrap_or(i64::MAX);
         self.prune_due(first_open_end);
+    }
+
+    /// Emits up to `close_step` more rows of the windows closed but not yet emitted whole.
+    pub fn resume(&mut self, out: &mut impl GroupSink) {
+        self.emit_closing(self.close_step, out);
+    }
+
+    /// Whether a closed window still has rows to emit (`resume`).
+    pub fn is_closing(&self) -> bool {
+        !self.closing.is_empty()
+    }
+
+    /// The arrival the rows of the earliest window still being emitted carry.
+    pub fn closing_due(&self) -> Option<Nanos> {
+        self.closing.front().map(|c| c.due)
+    }
+
+    /// Every window ending at or before this has been emitted whole (`closed` unless a
+    /// closed window is still being emitted): what the loss accounting may judge.
+    pub fn emitted_to(&self) -> i64 {
+        self.closing.front().map_or(self.closed, |c| c.end - 1)
+    }
+
+    /// Rows at most a close emits in one call (`usize::MAX`, the default: all at once).
+    pub fn set_close_step(&mut self, rows: usize) {
+        self.close_step = rows.max(1);
+    }
+
+    /// Emits queued windows' rows in start order, up to `budget` rows (a withheld window
+    /// costs none), telling `out` of each window emitted whole.
+    fn emit_closing(&mut self, mut budget: usize, out: &mut impl GroupSink) {
+        let nkeys = self.plan.keys.len();
+        while let Some(mut c) = self.closing.pop_front() {
+            if c.withheld {
+                c.slots.iter().for_each(|&slot| self.forget(slot));
+                out.window_closed(c.end);
+                continue;
+            }
+            if budget == 0 && c.next < c.slots.len() {
+                self.closing.push_front(c);
+                break;
+            }
+            let n = (c.slots.len() - c.next).min(budget);
+            let part = &c.slots[c.next..c.next + n];
+            let buf = out.buffer();
+            if self.state.emit_exact(part, nkeys, buf) {
+                let key_of = |r: usize| &self.slot_keys[part[r] as usize].1;
+                self.push_keys_and_bounds(n, key_of, (c.start, c.end), c.due, buf);
+            } else {
+                for &slot in part {
+                    self.state.emit(slot as usize, nkeys, buf);
+                    let gk = self.slot_keys[slot as usize];
+                    self.push_key_and_bounds(&gk.1, c.start, c.end, c.due, buf);
+                }
+            }
+            part.iter().for_each(|&slot| self.forget(slot));
+            buf.approx.pad(buf.rows.len());
+            c.next += n;
+            budget -= n;
+            if c.next < c.slots.len() {
+                self.closing.push_front(c);
+                break;
+            }
+            out.window_closed(c.end);
+        }
+        let buf = out.buffer();
+        buf.approx.pad(buf.rows.len());
     }
 
     /// Withholds the tumbling window starting at `start` (abandoned by window-aware
@@ -126,6 +222,9 @@ impl WindowAggregate {
             let s = s.max(super::slices::first_start_ending_after(a, size, slide));
             return Some(s.saturating_add(size));
         }
+        if let Some(c) = self.closing.front() {
+            return Some(c.end);
+        }
         let (&start, _) = self.windows.first_key_value()?;
         Some(start.saturating_add(size))
     }
@@ -138,7 +237,7 @@ impl WindowAggregate {
         let Some(end) = self.next_end() else {
             return false;
         };
-        self.close(end, Some(Due::At(now)), out);
+        self.close_within(end, Some(Due::At(now)), usize::MAX, out);
         self.next_end().is_some_and(|next| next > end)
     }
 

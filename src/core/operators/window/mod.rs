@@ -69,6 +69,10 @@ pub struct WindowAggregate {
     /// Open windows (sliding: slices) by start, each with its slots in first-seen order
     /// (the emission order).
     windows: BTreeMap<i64, Vec<u32>>,
+    /// Closed windows whose rows are still being emitted, in start order (`close`).
+    closing: VecDeque<close::Closing>,
+    /// Rows a close emits in one call at most (`set_close_step`).
+    close_step: usize,
     /// The aggregate state of every slot.
     state: GroupState,
     /// Each aggregate call's argument, shared so a batch's evaluated arguments may borrow
@@ -132,6 +136,8 @@ impl WindowAggregate {
             slot_keys: Vec::new(),
             free: Vec::new(),
             windows: BTreeMap::new(),
+            closing: VecDeque::new(),
+            close_step: usize::MAX,
             state: GroupState::new(plan),
             arg_exprs: plan.aggs.iter().map(|c| c.arg.clone()).collect(),
             slices: None,
@@ -164,7 +170,8 @@ impl WindowAggregate {
 
     /// Groups currently open (state size): (slice, key) groups for sliding windows.
     pub fn open_groups(&self) -> usize {
-        self.windows.values().map(Vec::len).sum()
+        let closing: usize = self.closing.iter().map(|c| c.slots.len() - c.next).sum();
+        self.windows.values().map(Vec::len).sum::<usize>() + closing
     }
 
     /// Strings interned for open groups' keys, over all key columns.
@@ -370,7 +377,7 @@ impl WindowAggregate {
 
     /// Emits every open window (end of input); their latency counts from `now`.
     pub fn flush(&mut self, now: Nanos, out: &mut impl GroupSink) {
-        self.close(i64::MAX, Some(Due::At(now)), out);
+        self.close_within(i64::MAX, Some(Due::At(now)), usize::MAX, out);
     }
 }
 
