@@ -39,6 +39,10 @@ pub(super) enum Due {
     WindowEnd,
 }
 
+/// Emptied slot lists kept (`spare`): one is enough while windows close one after another
+/// (tumbling); each holds the capacity of the largest window it served.
+const SPARE_SLOT_LISTS: usize = 2;
+
 /// A window the watermark has closed whose rows are not all emitted yet: a close emits at
 /// most `close_step` rows a call (tumbling and per-window operators), so one window of a
 /// million groups is emitted over many calls and the engine can run other queries in
@@ -161,6 +165,7 @@ impl WindowAggregate {
             if c.withheld {
                 c.slots.iter().for_each(|&slot| self.forget(slot));
                 out.window_closed(c.end);
+                self.spare(c.slots);
                 continue;
             }
             if budget == 0 && c.next < c.slots.len() {
@@ -189,9 +194,18 @@ impl WindowAggregate {
                 break;
             }
             out.window_closed(c.end);
+            self.spare(c.slots);
         }
         let buf = out.buffer();
         buf.approx.pad(buf.rows.len());
+    }
+
+    /// Keeps an emitted window's slot list for a later window.
+    fn spare(&mut self, mut slots: Vec<u32>) {
+        if self.spare_slots.len() < SPARE_SLOT_LISTS {
+            slots.clear();
+            self.spare_slots.push(slots);
+        }
     }
 
     /// Withholds the tumbling window starting at `start` (abandoned by window-aware

@@ -138,7 +138,10 @@ impl WindowAggregate {
                 interner.retain(gk.1[k]);
             }
         }
-        self.windows.entry(gk.0).or_default().push(slot);
+        let spare = &mut self.spare_slots;
+        (self.windows.entry(gk.0))
+            .or_insert_with(|| spare.pop().unwrap_or_default())
+            .push(slot);
         (slot, kid)
     }
 }

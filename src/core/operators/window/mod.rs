@@ -73,6 +73,9 @@ pub struct WindowAggregate {
     closing: VecDeque<close::Closing>,
     /// Rows a close emits in one call at most (`set_close_step`).
     close_step: usize,
+    /// Emptied slot lists of emitted windows, for the next windows (a million-group
+    /// window's list, grown anew each window, cost page faults and copies).
+    spare_slots: Vec<Vec<u32>>,
     /// The aggregate state of every slot.
     state: GroupState,
     /// Each aggregate call's argument, shared so a batch's evaluated arguments may borrow
@@ -138,6 +141,7 @@ impl WindowAggregate {
             windows: BTreeMap::new(),
             closing: VecDeque::new(),
             close_step: usize::MAX,
+            spare_slots: Vec::new(),
             state: GroupState::new(plan),
             arg_exprs: plan.aggs.iter().map(|c| c.arg.clone()).collect(),
             slices: None,
