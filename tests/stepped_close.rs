@@ -162,3 +162,65 @@ fn a_half_emitted_close_is_work_and_a_flush_finishes_it() {
     let q = &snapshot.queries[0];
     assert_eq!(q.offered, q.processed, "{q:?}");
 }
+
+/// A query removed without a flush while a close is part-emitted still delivers every row
+/// already due; only the open window is discarded and counted.
+#[test]
+fn a_removal_without_flush_delivers_the_rest_of_a_close() {
+    let mut e = engine(Some(STEP), SchedulerKind::RoundRobin);
+    e.ingest(0, rows(0..USERS, SEC / 2));
+    while e.run_turn(0).is_some() {}
+    e.emit(0, |_| {});
+    e.ingest(0, rows(0..1, SEC));
+    e.run_turn(SEC).expect("the tumble's batch");
+    let mut delivered = 0;
+    e.emit(SEC, |em| delivered += em.batch.len());
+    assert!(delivered <= STEP, "one step so far: {delivered}");
+    let removal = e
+        .remove_query(0, false, SEC, |em| delivered += em.batch.len())
+        .expect("removes");
+    assert_eq!(delivered, USERS as usize, "every row of [0 s, 1 s)");
+    assert_eq!(removal.rows_dropped, 1, "user 0's open window [1 s, 2 s)");
+}
+
+/// A query added later replays history under the live close step: every window the
+/// history closed is answered at once, none left for live turns.
+#[test]
+fn a_replay_answers_every_closed_window_whatever_the_step() {
+    use spillway::core::retain::RetainLimit;
+    let mut e = engine(Some(STEP), SchedulerKind::RoundRobin);
+    e.retain(
+        0,
+        RetainLimit {
+            last: None,
+            tuples: 1 << 20,
+        },
+    );
+    e.ingest(0, rows(0..USERS, SEC / 2));
+    e.ingest(0, rows(0..1, SEC));
+    while e.run_turn(SEC).is_some() {}
+    e.emit(SEC, |_| {});
+    let catalog = Catalog {
+        streams: vec![("s".into(), schema())],
+    };
+    let q = e
+        .add_query(QueryDef {
+            name: "late_per_user".into(),
+            plan: plan_query(
+                "SELECT uid, COUNT(*) AS n FROM s GROUP BY uid, TUMBLE(ts, INTERVAL '1' SECOND)",
+                &catalog,
+            )
+            .expect("plans"),
+            latency_target: None,
+            weight: 1.0,
+            lossless: false,
+        })
+        .expect("adds");
+    let mut rows_seen = 0;
+    let replay = e
+        .replay_history(q, SEC, |em| rows_seen += em.batch.len())
+        .expect("replays");
+    assert_eq!(replay.rows, USERS as u64);
+    assert_eq!(rows_seen, USERS as usize);
+    assert!(!e.has_work(), "nothing left for live turns");
+}

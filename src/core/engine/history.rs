@@ -72,6 +72,8 @@ impl Engine {
         if let Some(to) = replay.to {
             st.pipeline.on_tick(to, &mut st.out);
         }
+        // Every window the history closed answers the past now, whatever the close step.
+        st.pipeline.drain_close(&mut st.out);
         replay.rows = self.emit_past(q, now, &mut sink);
         Ok(replay)
     }

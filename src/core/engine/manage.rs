@@ -106,8 +106,9 @@ impl Engine {
             while let Some(item) = st.queue.pop(&mut self.held) {
                 st.stats.dropped[DropReason::Withdrawn.index()] += item.len() as u64;
             }
-            // Rows already due are delivered; what the open windows would still give is
-            // counted, then discarded.
+            // Rows already due are delivered (a close part-emitted, too); what the open
+            // windows would still give is counted, then discarded.
+            st.pipeline.drain_close(&mut st.out);
             let mut discarded = st.pipeline.new_output();
             st.pipeline.flush(now, &mut discarded);
             rows_dropped = discarded.len() as u64;

@@ -164,8 +164,9 @@ pub struct Engine {
     queries: Vec<QueryState>,
     scheduler: Scheduler,
     views: Vec<QueueView>,
-    /// Every query with queued input (and maybe some whose queue has since emptied, pruned
-    /// when met): a turn looks at these only, so idle queries cost a turn nothing.
+    /// Every query with queued input or a close part-emitted (and maybe some with neither
+    /// any more, pruned when met): a turn looks at these only, so idle queries cost a turn
+    /// nothing.
     queued: IndexSet,
     /// Every query with unemitted results (maybe more): what `emit` visits.
     unemitted: IndexSet,
@@ -391,7 +392,8 @@ impl Engine {
 
 /// Rows a window close emits in one turn of a live run (`Engine::set_close_step`): at a
 /// few hundred ns a row to close, finish and write, a few ms, against targets of tens of
-/// ms and more; a million-group close is some sixty turns.
+/// ms and more; a million-group tumbling close is some sixty turns. (Sliding windows
+/// computed by slices close whole: a window at a time, each of its keys once.)
 pub const LIVE_CLOSE_STEP: usize = 16_384;
 
 /// Selection buffers kept for reuse (one per partial keep in flight is plenty).

@@ -49,8 +49,11 @@ impl Engine {
                     charged += ns;
                     last = at;
                 }
-                if !q.out.is_empty() || q.pipeline.closing_due().is_some() {
+                if !q.out.is_empty() {
                     self.unemitted.insert(qi);
+                }
+                if q.pipeline.closing_due().is_some() {
+                    self.queued.insert(qi);
                 }
             }
         }
@@ -84,8 +87,11 @@ impl Engine {
             self.accounted += ns as u64;
             charged += ns;
             last = at;
-            if !q.out.is_empty() || q.pipeline.closing_due().is_some() {
+            if !q.out.is_empty() {
                 self.unemitted.insert(qi);
+            }
+            if q.pipeline.closing_due().is_some() {
+                self.queued.insert(qi);
             }
         }
         charged

@@ -93,6 +93,9 @@ impl Engine {
             st.settle_pending();
             st.pipeline.advance_lost(&left, &mut st.out);
             self.unemitted.insert(q);
+            if st.pipeline.closing_due().is_some() {
+                self.queued.insert(q);
+            }
         }
         st.stats.dropped[DropReason::ShedRandom.index()] += gone as u64;
         gone as u64

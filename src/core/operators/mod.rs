@@ -12,6 +12,7 @@
 mod accumulators;
 mod aggregate;
 mod approx;
+mod closing;
 mod interner;
 mod loss;
 mod loss_runs;
@@ -377,76 +378,6 @@ impl Pipeline {
                 sink.done(done);
             }
         }
-    }
-
-    /// Closes arrival-time windows ending by `bound`.
-    pub fn on_tick(&mut self, bound: Nanos, out: &mut Output) {
-        if let Body::Aggregate(a) = &mut self.body {
-            let (op, mut sink) = a.split(out);
-            op.on_tick(bound, &mut sink);
-            let done = op.emitted_to();
-            sink.done(done);
-        }
-    }
-
-    /// Emits up to the close step's rows more of windows closed but not yet emitted whole
-    /// (`WindowAggregate::resume`).
-    pub fn resume_close(&mut self, out: &mut Output) {
-        if let Body::Aggregate(a) = &mut self.body {
-            let (op, mut sink) = a.split(out);
-            op.resume(&mut sink);
-            let done = op.emitted_to();
-            sink.done(done);
-        }
-    }
-
-    /// The arrival the rows of a window closed but not yet emitted whole carry (`None`:
-    /// no such window, `resume_close` has nothing to do).
-    pub fn closing_due(&self) -> Option<Nanos> {
-        match &self.body {
-            Body::Aggregate(a) => a.op.closing_due(),
-            Body::Project(_) => None,
-        }
-    }
-
-    /// Rows a window close emits in one call at most; the rest wait for `resume_close`
-    /// (or the next batch, tick or flush). Unbounded by default.
-    pub fn set_close_step(&mut self, rows: usize) {
-        if let Body::Aggregate(a) = &mut self.body {
-            a.op.set_close_step(rows);
-        }
-    }
-
-    /// Whether a tick could emit anything (open arrival-time windows).
-    pub fn awaits_tick(&self) -> bool {
-        match &self.body {
-            Body::Aggregate(a) => a.op.awaits_tick(),
-            Body::Project(_) => false,
-        }
-    }
-
-    /// Emits all remaining state (end of input).
-    pub fn flush(&mut self, now: Nanos, out: &mut Output) {
-        if let Body::Aggregate(a) = &mut self.body {
-            let (op, mut sink) = a.split(out);
-            op.flush(now, &mut sink);
-            let done = op.emitted_to();
-            sink.done(done);
-        }
-    }
-
-    /// One step of `flush`: the windows ending at the earliest open window's end
-    /// (`WindowAggregate::flush_step`). True while a later window is still open; `flush`
-    /// emits whatever a step leaves.
-    pub fn flush_step(&mut self, now: Nanos, out: &mut Output) -> bool {
-        let Body::Aggregate(a) = &mut self.body else {
-            return false;
-        };
-        let (op, mut sink) = a.split(out);
-        let more = op.flush_step(now, &mut sink);
-        let done = op.emitted_to();
-        sink.done(done);
-        more
     }
 
     pub fn input_types(&self) -> &[DataType] {

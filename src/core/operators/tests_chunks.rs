@@ -226,7 +226,8 @@ proptest! {
     }
 
     /// Closes emitted a few rows a call (the rest by later batches, ticks or resumes)
-    /// give the rows, annotations, lost windows and late tuples of whole closes.
+    /// give the rows, annotations, lost windows and late tuples of whole closes. Stepped
+    /// are tumbling windows; HOP (sliced, closed whole) checks the step changes nothing.
     #[test]
     fn stepped_closes_equal_whole_closes(
         steps in steps(false),

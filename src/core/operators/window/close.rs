@@ -44,9 +44,9 @@ pub(super) enum Due {
 const SPARE_SLOT_LISTS: usize = 2;
 
 /// A window the watermark has closed whose rows are not all emitted yet: a close emits at
-/// most `close_step` rows a call (tumbling and per-window operators), so one window of a
-/// million groups is emitted over many calls and the engine can run other queries in
-/// between (`WindowAggregate::resume`).
+/// most `close_step` rows a call (tumbling and per-window operators; sliced sliding
+/// windows close whole), so one window of a million groups is emitted over many calls and
+/// the engine can run other queries in between (`WindowAggregate::resume`).
 #[derive(Debug)]
 pub(super) struct Closing {
     start: i64,
@@ -136,9 +136,9 @@ impl WindowAggregate {
         self.emit_closing(self.close_step, out);
     }
 
-    /// Whether a closed window still has rows to emit (`resume`).
-    pub fn is_closing(&self) -> bool {
-        !self.closing.is_empty()
+    /// Emits every row of the windows closed but not yet emitted whole.
+    pub fn resume_all(&mut self, out: &mut impl GroupSink) {
+        self.emit_closing(usize::MAX, out);
     }
 
     /// The arrival the rows of the earliest window still being emitted carry.

@@ -137,12 +137,18 @@ impl HotKeys {
                 e.1 = 0;
                 self.dense.live -= 1;
             }
+            self.forget_direct(key[0]);
             return;
         }
         self.one.remove(&key[0]);
+        self.forget_direct(key[0]);
+    }
+
+    /// Drops `k`'s entry of the direct front, if it has one.
+    fn forget_direct(&mut self, k: i64) {
         if !self.direct.is_empty() {
-            let i = self.index(key[0]);
-            if self.direct[i].0 == key[0] {
+            let i = self.index(k);
+            if self.direct[i].0 == k {
                 // Generation 0 is never current.
                 self.direct[i].2 = 0;
             }
@@ -215,6 +221,9 @@ impl HotKeys {
         };
         self.one.clear();
         self.span = (i64::MAX, i64::MIN);
+        // The front named keys that now live in the array: should the array move on
+        // (`live` 0), they must not be found there.
+        self.direct.iter_mut().for_each(|e| e.2 = 0);
     }
 }
 
@@ -283,6 +292,36 @@ mod tests {
 
     fn key(k: i64) -> [i64; MAX_GROUP_KEYS] {
         [k, 0, 0, 0]
+    }
+
+    /// Key ids of sliced windows are never cleared, only removed: keys that left before the
+    /// array moved on to where new keys are must not be found again (not through the
+    /// direct front either).
+    #[test]
+    fn keys_removed_before_the_array_moved_on_stay_gone() {
+        let mut h = HotKeys::new(1);
+        for k in 0..2048i64 {
+            h.insert(key(k), k as u32);
+        }
+        assert!(!h.dense.entries.is_empty(), "a dense array over 0..2048");
+        for k in 0..2048i64 {
+            h.remove(&key(k));
+        }
+        for k in 0..4096i64 {
+            h.insert(key(1_000_000 + k), 7);
+        }
+        assert!(h.dense.base >= 1_000_000, "the array moved on");
+        for k in 0..2048i64 {
+            assert_eq!(h.get(&key(k)), None, "key {k} was removed");
+        }
+        // Without removing: an array moved on leaves none behind either.
+        let mut h = HotKeys::new(1);
+        for k in 0..2048i64 {
+            h.insert(key(k), k as u32);
+        }
+        for k in 0..2048i64 {
+            assert_eq!(h.get(&key(k)), Some(k as u32));
+        }
     }
 
     #[test]
