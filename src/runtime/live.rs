@@ -98,7 +98,7 @@ pub fn run_live_managed(
     // Windows that lost rows close are timed after each ingest and charged to their query.
     engine.set_lost_deferred(true);
     // A large window close is emitted over several turns, other queries running between.
-    engine.set_close_step(crate::core::engine::LIVE_CLOSE_STEP);
+    engine.set_close_step(workload.engine.close_step);
     // Live capacity: one engine thread.
     let mut controller = Controller::new(
         workload,

@@ -186,6 +186,7 @@ fn build_engine(diag: &mut Diagnostics, e: &EngineConfig, streams: usize) -> Eng
         None => d.workers,
     };
     let batch_size = at_least_one("batch_size", e.batch_size, d.batch_size);
+    let close_step = at_least_one("close_step", e.close_step, d.close_step);
     let queue_capacity = at_least_one("queue_capacity", e.queue_capacity, d.queue_capacity);
     let queue_memory = match e.queue_memory {
         Some(b) if b.as_u64() < MIN_QUEUE_MEMORY as u64 => {
@@ -246,6 +247,7 @@ fn build_engine(diag: &mut Diagnostics, e: &EngineConfig, streams: usize) -> Eng
         workers_auto,
         tick,
         batch_size,
+        close_step,
         queue_capacity,
         queue_memory,
         scheduler: match e.scheduler {

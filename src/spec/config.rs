@@ -160,6 +160,12 @@ pub struct EngineConfig {
     /// costs; smaller ones lower latency.
     #[serde(default)]
     pub batch_size: Option<usize>,
+    /// Live runs: result rows a window close emits in one scheduler turn, at least 1
+    /// (default 16384). The rest of a large close is emitted by that query's next turns,
+    /// other queries running in between: smaller steps keep tight-target queries waiting
+    /// less, larger ones let the closing query's rows out sooner.
+    #[serde(default)]
+    pub close_step: Option<usize>,
     /// Capacity of each query's input queue in tuples, at least 1 (default 1000000). A full
     /// queue drops arriving tuples (counted as `QueueFull`), so this bounds memory and
     /// queueing delay. Queries whose QoS says `lossless` have unbounded queues.

@@ -71,6 +71,7 @@ engine:
   workers: 1
   tick: 50ms
   batch_size: 64
+  close_step: 4096
   queue_capacity: 5000
   queue_memory: 64MiB
   scheduler: qos
@@ -142,6 +143,7 @@ fn a_full_workload_parses_into_typed_values() {
             cores: 1.0,
             tick: 50_000_000,
             batch_size: 64,
+            close_step: 4096,
             queue_capacity: 5000,
             queue_memory: 64 << 20,
             scheduler: SchedulerKind::Qos,
@@ -320,4 +322,16 @@ fn defaults_apply_when_settings_are_left_out() {
     );
     assert_eq!(w.queries[0].sink, SinkSpec::Stdout);
     assert_eq!(w.policy, None);
+}
+
+#[test]
+fn a_close_step_of_zero_is_refused_and_the_default_is_the_live_step() {
+    let e = only_error(
+        "name: x\nengine: {close_step: 0}\nstreams: {s: {schema: {k: int}, rate: 1}}\nqueries: {q: {sql: SELECT k FROM s}}\n",
+    );
+    assert_eq!((e.line, e.path.as_str()), (2, "engine.close_step"));
+    assert!(e.message.contains("close_step must be at least 1"), "{e}");
+    let w = parse_stub("name: x\nstreams: {s: {schema: {k: int}, rate: 1}}\nqueries: {q: {sql: SELECT k FROM s}}\n")
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(w.engine.close_step, crate::core::engine::LIVE_CLOSE_STEP);
 }

@@ -91,6 +91,8 @@ pub struct EngineSettings {
     pub tick: Nanos,
     /// Tuples per batch, at least 1.
     pub batch_size: usize,
+    /// Live runs: rows a window close emits in one turn, at least 1 (`Engine::set_close_step`).
+    pub close_step: usize,
     /// Tuples per query input queue, at least 1.
     pub queue_capacity: usize,
     /// Bytes all input queues together may hold (every worker its share), at least 1 MiB.
@@ -108,6 +110,7 @@ impl Default for EngineSettings {
             workers_auto: false,
             tick: 100_000_000,
             batch_size: 1024,
+            close_step: crate::core::engine::LIVE_CLOSE_STEP,
             queue_capacity: 1_000_000,
             queue_memory: crate::core::engine::DEFAULT_QUEUE_MEMORY,
             scheduler: SchedulerKind::RoundRobin,

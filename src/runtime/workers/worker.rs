@@ -139,7 +139,7 @@ impl Worker<'_> {
         // Windows that lost rows close are timed after each ingest and charged to their query.
         engine.set_lost_deferred(true);
         // A large window close is emitted over several turns, other queries running between.
-        engine.set_close_step(crate::core::engine::LIVE_CLOSE_STEP);
+        engine.set_close_step(w.engine.close_step);
         let mut finishing = false;
         let mut aborted = false;
         loop {
