@@ -160,8 +160,8 @@ pub struct EngineConfig {
     /// costs; smaller ones lower latency.
     #[serde(default)]
     pub batch_size: Option<usize>,
-    /// Live runs: result rows a window close emits in one scheduler turn, at least 1
-    /// (default 16384). The rest of a large close is emitted by that query's next turns,
+    /// Live runs: result rows a tumbling window's close emits in one scheduler turn, at
+    /// least 1 (default 16384; sliding windows computed by slices close whole). The rest of a large close is emitted by that query's next turns,
     /// other queries running in between: smaller steps keep tight-target queries waiting
     /// less, larger ones let the closing query's rows out sooner.
     #[serde(default)]
