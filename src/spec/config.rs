@@ -158,18 +158,18 @@ pub struct EngineConfig {
     pub tick: Option<DurationConfig>,
     /// Tuples per batch, 1 to 1048576 (default 1024). Larger batches amortise per-batch
     /// costs; smaller ones lower latency.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "super::count::opt")]
     pub batch_size: Option<usize>,
     /// Live runs: result rows a tumbling window's close emits in one scheduler turn, at
     /// least 1 (default 16384; sliding windows computed by slices close whole). The rest of a large close is emitted by that query's next turns,
     /// other queries running in between: smaller steps keep tight-target queries waiting
     /// less, larger ones let the closing query's rows out sooner.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "super::count::opt")]
     pub close_step: Option<usize>,
     /// Capacity of each query's input queue in tuples, at least 1 (default 1000000). A full
     /// queue drops arriving tuples (counted as `QueueFull`), so this bounds memory and
     /// queueing delay. Queries whose QoS says `lossless` have unbounded queues.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "super::count::opt")]
     pub queue_capacity: Option<usize>,
     /// What all input queues together may hold in memory (default `64MiB`, at least
     /// `1MiB`): a size such as `64MiB`, `1GB` or a number of bytes. Queues share batches,
@@ -191,7 +191,7 @@ pub struct EngineConfig {
     /// The most queries the workload may register, at least 1 (default 10000). Each idle
     /// query costs a few KB and each active one about 100 KB of latency histograms, so
     /// this bounds what a file can make the engine allocate.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "super::count::opt")]
     pub max_queries: Option<usize>,
 }
 

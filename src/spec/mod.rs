@@ -18,6 +18,7 @@ mod build_stream;
 mod config;
 mod config_changes;
 mod config_io;
+mod count;
 mod de;
 mod de_access;
 mod de_entry;

@@ -335,3 +335,28 @@ fn a_close_step_of_zero_is_refused_and_the_default_is_the_live_step() {
         .unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(w.engine.close_step, crate::core::engine::LIVE_CLOSE_STEP);
 }
+
+#[test]
+fn whole_number_settings_say_what_is_wrong_in_words() {
+    let case = |v: &str| {
+        let e = only_error(&format!(
+            "name: x\nengine: {{close_step: {v}}}\nstreams: {{s: {{schema: {{k: int}}, rate: 1}}}}\nqueries: {{q: {{sql: SELECT k FROM s}}}}\n"
+        ));
+        assert_eq!((e.line, e.path.as_str()), (2, "engine.close_step"), "{e}");
+        e.message
+    };
+    assert_eq!(
+        case("-1"),
+        "-1 is negative: expected a whole number, 0 or more"
+    );
+    // Beyond 64 bits the YAML reader itself refuses the number, before any setting reads
+    // it (its own words, still located).
+    assert!(case("1.5").contains("expected a whole number, 0 or more"));
+    assert!(case("big").contains("expected a whole number, 0 or more"));
+    let w = parse_stub(
+        "name: x\nengine: {batch_size: 64, queue_capacity: ~}\nstreams: {s: {schema: {k: int}, rate: 1}}\nqueries: {q: {sql: SELECT k FROM s}}\n",
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(w.engine.batch_size, 64);
+    assert_eq!(w.engine.queue_capacity, 1_000_000, "null is unset");
+}

@@ -40,7 +40,7 @@ queries: {q: {sql: SELECT k FROM s}}
         all.lines()
             .next()
             .unwrap()
-            .starts_with("w.yaml:2:10: engine.batch_size: invalid value: integer `-3`"),
+            .starts_with("w.yaml:2:10: engine.batch_size: -3 is negative: expected a whole number"),
         "{all}"
     );
     assert!(all.contains("unknown variant `fifo`"), "{all}");
