@@ -17,6 +17,8 @@ pub mod frontier;
 #[cfg(feature = "shell")]
 pub mod inbox;
 #[cfg(feature = "shell")]
+pub mod json_rows;
+#[cfg(feature = "shell")]
 pub mod live;
 pub mod manage;
 #[cfg(feature = "shell")]
