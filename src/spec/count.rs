@@ -1,8 +1,8 @@
 //! Whole-number settings (`engine.batch_size`, `close_step`, `queue_capacity`,
 //! `max_queries`) read with messages a user reads: "-3 is negative: expected a whole
-//! number, 0 or more" where serde says "expected usize", and "too large" where it says
-//! "as u128". Invariant: accepts exactly the values a `usize` field accepted (and `null`,
-//! as unset).
+//! number, 0 or more" where serde says "expected usize". (A number beyond 64 bits never
+//! gets here: the YAML reader refuses it, located.) Invariant: accepts exactly the values
+//! a `usize` field accepted (and `null`, as unset).
 
 use std::fmt;
 
@@ -35,23 +35,6 @@ impl Visitor<'_> for CountVisitor {
     fn visit_i64<E: de::Error>(self, v: i64) -> Result<Option<usize>, E> {
         match u64::try_from(v) {
             Ok(v) => self.visit_u64(v),
-            Err(_) => Err(E::custom(format!(
-                "{v} is negative: expected a whole number, 0 or more"
-            ))),
-        }
-    }
-
-    fn visit_u128<E: de::Error>(self, v: u128) -> Result<Option<usize>, E> {
-        match u64::try_from(v) {
-            Ok(v) => self.visit_u64(v),
-            Err(_) => Err(E::custom(format!("{v} is too large"))),
-        }
-    }
-
-    fn visit_i128<E: de::Error>(self, v: i128) -> Result<Option<usize>, E> {
-        match i64::try_from(v) {
-            Ok(v) => self.visit_i64(v),
-            Err(_) if v > 0 => Err(E::custom(format!("{v} is too large"))),
             Err(_) => Err(E::custom(format!(
                 "{v} is negative: expected a whole number, 0 or more"
             ))),

@@ -351,7 +351,7 @@ impl Engine {
             // The rest of a close comes before the query's next batch (whose rows are of
             // later windows).
             q.pipeline.resume_close(&mut q.out);
-            self.after_close_step(qi);
+            self.note_work(qi);
             return Some(Turn {
                 query: qi,
                 tuples: 0,
@@ -365,7 +365,7 @@ impl Engine {
         let tuples = q.process(&mut item);
         q.stats.processed += tuples as u64;
         let stream = q.stream;
-        self.after_close_step(qi);
+        self.note_work(qi);
         if let Some(sel) = item.sel.take()
             && self.spare_sels.len() < SPARE_SELS
         {
@@ -377,9 +377,10 @@ impl Engine {
         Some(Turn { query: qi, tuples })
     }
 
-    /// After query `qi` ran: only a query with results is visited by `emit` (most of many
-    /// filters emit nothing in most turns), and one still emitting a close has work.
-    fn after_close_step(&mut self, qi: usize) {
+    /// After query `qi`'s pipeline ran (a turn, a tick, lost times): only a query with
+    /// results is visited by `emit` (most of many filters emit nothing in most turns), and
+    /// one still emitting a close has work.
+    pub(super) fn note_work(&mut self, qi: usize) {
         let q = &self.queries[qi];
         if !q.out.is_empty() {
             self.unemitted.insert(qi);

@@ -35,7 +35,8 @@ impl Engine {
         }
         let mut charged = self.close_lost(&mut clock);
         let mut last = clock();
-        for (qi, q) in self.queries.iter_mut().enumerate() {
+        for qi in 0..self.queries.len() {
+            let q = &mut self.queries[qi];
             if q.pipeline.is_windowed() && !q.removed {
                 let now = now.min(frontier(q.stream));
                 let bound = q.queue.oldest_arrival().map_or(now, |a| a.min(now));
@@ -49,12 +50,7 @@ impl Engine {
                     charged += ns;
                     last = at;
                 }
-                if !q.out.is_empty() {
-                    self.unemitted.insert(qi);
-                }
-                if q.pipeline.closing_due().is_some() {
-                    self.queued.insert(qi);
-                }
+                self.note_work(qi);
             }
         }
         charged
@@ -87,12 +83,7 @@ impl Engine {
             self.accounted += ns as u64;
             charged += ns;
             last = at;
-            if !q.out.is_empty() {
-                self.unemitted.insert(qi);
-            }
-            if q.pipeline.closing_due().is_some() {
-                self.queued.insert(qi);
-            }
+            self.note_work(qi);
         }
         charged
     }
