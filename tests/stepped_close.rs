@@ -224,3 +224,52 @@ fn a_replay_answers_every_closed_window_whatever_the_step() {
     assert_eq!(rows_seen, USERS as usize);
     assert!(!e.has_work(), "nothing left for live turns");
 }
+
+/// Sharing engine time (`Engine::set_turn_quantum`), the filter drains its queue while the
+/// tumble's close steps wait; a turn a round, it gets one batch per close step. Each turn
+/// is charged as the live driver would: 2 ms for the tumble's, 10 us for the filter's.
+#[test]
+fn sharing_time_lets_the_filter_drain_between_close_steps() {
+    let order = |quantum: Nanos| {
+        let mut e = engine(Some(STEP), SchedulerKind::RoundRobin);
+        e.set_turn_quantum(quantum);
+        e.ingest(0, rows(0..USERS, SEC / 2));
+        while e.run_turn(0).is_some() {}
+        e.emit(0, |_| {});
+        e.ingest(0, rows(0..10, SEC));
+        for i in 1..=20 {
+            e.ingest(0, rows(0..3, SEC + i));
+        }
+        let mut turns = Vec::new();
+        while let Some(turn) = e.run_turn(SEC) {
+            let cost = if turn.query == 0 { 2_000_000 } else { 10_000 };
+            e.record_busy(turn.query, cost);
+            e.emit(SEC, |_| {});
+            turns.push(turn.query);
+        }
+        turns
+    };
+    let shared = order(1_000_000);
+    // The filter's 21 batches all ran before the tumble's second turn.
+    let second = (shared.iter().enumerate().filter(|t| *t.1 == 0))
+        .nth(1)
+        .expect("the tumble ran twice")
+        .0;
+    let last_filter = shared.iter().rposition(|&q| q == 1).unwrap();
+    assert!(last_filter < second, "{shared:?}");
+    assert_eq!(shared.iter().filter(|&&q| q == 1).count(), 21);
+    // A turn a round: the same turns, the filter's spread over the close.
+    let by_turns = order(0);
+    let mut sorted = (shared.clone(), by_turns.clone());
+    sorted.0.sort();
+    sorted.1.sort();
+    assert_eq!(sorted.0, sorted.1);
+    let second = (by_turns.iter().enumerate().filter(|t| *t.1 == 0))
+        .nth(1)
+        .unwrap()
+        .0;
+    assert!(
+        by_turns.iter().rposition(|&q| q == 1).unwrap() > second,
+        "{by_turns:?}"
+    );
+}

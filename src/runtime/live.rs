@@ -99,6 +99,8 @@ pub fn run_live_managed(
     engine.set_lost_deferred(true);
     // A large window close is emitted over several turns, other queries running between.
     engine.set_close_step(workload.engine.close_step);
+    // Round robin shares engine time, not turns: a long turn is paid for by waiting.
+    engine.set_turn_quantum(workload.engine.turn_quantum);
     // Live capacity: one engine thread.
     let mut controller = Controller::new(
         workload,

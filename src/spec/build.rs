@@ -223,6 +223,18 @@ fn build_engine(diag: &mut Diagnostics, e: &EngineConfig, streams: usize) -> Eng
         Some(t) => t.0,
         None => d.tick,
     };
+    let turn_quantum = match e.turn_quantum {
+        // Longer than a second, a round outlasts every latency target worth having.
+        Some(t) if t.0 > 1_000_000_000 => {
+            diag.at(
+                "engine.turn_quantum",
+                "turn_quantum must be at most 1s, e.g. 1ms (0 for a turn a round)",
+            );
+            d.turn_quantum
+        }
+        Some(t) => t.0,
+        None => d.turn_quantum,
+    };
     let cores = match e.capacity {
         // Below a thousandth of a core one declared turn spans hours of virtual time.
         Some(c) if !(c.cores >= MIN_CORES && c.cores.is_finite()) => {
@@ -248,6 +260,7 @@ fn build_engine(diag: &mut Diagnostics, e: &EngineConfig, streams: usize) -> Eng
         tick,
         batch_size,
         close_step,
+        turn_quantum,
         queue_capacity,
         queue_memory,
         scheduler: match e.scheduler {

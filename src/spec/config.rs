@@ -166,6 +166,12 @@ pub struct EngineConfig {
     /// less, larger ones let the closing query's rows out sooner.
     #[serde(default, deserialize_with = "super::count::opt")]
     pub close_step: Option<usize>,
+    /// Live runs, round-robin scheduler: engine time each query with work gets a round
+    /// (default `1ms`; at most `1s`). A query whose turns are long (a close step, a batch
+    /// of a costly aggregate) then waits a few rounds while cheap queries drain their
+    /// queues, rather than each getting one batch a round. `0` gives a turn a round.
+    #[serde(default)]
+    pub turn_quantum: Option<DurationConfig>,
     /// Capacity of each query's input queue in tuples, at least 1 (default 1000000). A full
     /// queue drops arriving tuples (counted as `QueueFull`), so this bounds memory and
     /// queueing delay. Queries whose QoS says `lossless` have unbounded queues.

@@ -72,6 +72,7 @@ engine:
   tick: 50ms
   batch_size: 64
   close_step: 4096
+  turn_quantum: 2ms
   queue_capacity: 5000
   queue_memory: 64MiB
   scheduler: qos
@@ -144,6 +145,7 @@ fn a_full_workload_parses_into_typed_values() {
             tick: 50_000_000,
             batch_size: 64,
             close_step: 4096,
+            turn_quantum: 2_000_000,
             queue_capacity: 5000,
             queue_memory: 64 << 20,
             scheduler: SchedulerKind::Qos,
@@ -334,6 +336,24 @@ fn a_close_step_of_zero_is_refused_and_the_default_is_the_live_step() {
     let w = parse_stub("name: x\nstreams: {s: {schema: {k: int}, rate: 1}}\nqueries: {q: {sql: SELECT k FROM s}}\n")
         .unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(w.engine.close_step, crate::core::engine::LIVE_CLOSE_STEP);
+}
+
+#[test]
+fn a_turn_quantum_over_a_second_is_refused_zero_is_turns_and_the_default_is_live() {
+    let e = only_error(
+        "name: x\nengine: {turn_quantum: 2s}\nstreams: {s: {schema: {k: int}, rate: 1}}\nqueries: {q: {sql: SELECT k FROM s}}\n",
+    );
+    assert_eq!((e.line, e.path.as_str()), (2, "engine.turn_quantum"));
+    assert!(e.message.contains("turn_quantum must be at most 1s"), "{e}");
+    let parse = |engine: &str| {
+        parse_stub(&format!("name: x\n{engine}streams: {{s: {{schema: {{k: int}}, rate: 1}}}}\nqueries: {{q: {{sql: SELECT k FROM s}}}}\n"))
+            .unwrap_or_else(|e| panic!("{e}"))
+            .engine
+            .turn_quantum
+    };
+    assert_eq!(parse(""), crate::core::engine::LIVE_TURN_QUANTUM);
+    assert_eq!(parse("engine: {turn_quantum: 0}\n"), 0);
+    assert_eq!(parse("engine: {turn_quantum: 250us}\n"), 250_000);
 }
 
 #[test]

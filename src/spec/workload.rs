@@ -93,6 +93,9 @@ pub struct EngineSettings {
     pub batch_size: usize,
     /// Live runs: rows a window close emits in one turn, at least 1 (`Engine::set_close_step`).
     pub close_step: usize,
+    /// Live runs, round robin: ns of engine time a query gets a round, 0 for a turn a
+    /// round (`Engine::set_turn_quantum`).
+    pub turn_quantum: Nanos,
     /// Tuples per query input queue, at least 1.
     pub queue_capacity: usize,
     /// Bytes all input queues together may hold (every worker its share), at least 1 MiB.
@@ -111,6 +114,7 @@ impl Default for EngineSettings {
             tick: 100_000_000,
             batch_size: 1024,
             close_step: crate::core::engine::LIVE_CLOSE_STEP,
+            turn_quantum: crate::core::engine::LIVE_TURN_QUANTUM,
             queue_capacity: 1_000_000,
             queue_memory: crate::core::engine::DEFAULT_QUEUE_MEMORY,
             scheduler: SchedulerKind::RoundRobin,

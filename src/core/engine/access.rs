@@ -31,6 +31,15 @@ impl Engine {
         }
     }
 
+    /// Makes the round-robin scheduler share engine time rather than turns: a query with
+    /// work gets `quantum` ns of turns a round, as measured by `record_busy` (deficit
+    /// round robin), so a query whose turns are long (a close step, a batch of a costly
+    /// aggregate) does not hold back a cheap query to one batch a round. `0`, the
+    /// default, goes back to a turn a round; other schedulers are not affected.
+    pub fn set_turn_quantum(&mut self, quantum: Nanos) {
+        self.scheduler.set_quantum(quantum);
+    }
+
     /// Whether a `tick` could emit a row: some query has an open arrival-time window.
     /// When it cannot, and no query has queued input, a tick changes nothing that shows.
     pub fn awaits_tick(&self) -> bool {
@@ -85,6 +94,7 @@ impl Engine {
     pub fn record_busy(&mut self, query: usize, busy: Nanos) {
         self.queries[query].stats.busy += busy.max(0) as u64;
         self.accounted += busy.max(0) as u64;
+        self.scheduler.charge(query, busy);
     }
 
     /// Adds engine-thread time spent outside query turns (ingest): work the shedder cannot

@@ -397,5 +397,11 @@ impl Engine {
 /// computed by slices close whole: a window at a time, each of its keys once.)
 pub const LIVE_CLOSE_STEP: usize = 16_384;
 
+/// Engine time a round-robin round gives each query with work in a live run
+/// (`Engine::set_turn_quantum`): about one batch of a costly aggregate, or hundreds of a
+/// filter's; small against the tightest targets (tens of ms), so a round of a few
+/// queries stays short, and a close step of a few ms waits a few rounds.
+pub const LIVE_TURN_QUANTUM: Nanos = 1_000_000;
+
 /// Selection buffers kept for reuse (one per partial keep in flight is plenty).
 const SPARE_SELS: usize = 256;

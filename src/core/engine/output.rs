@@ -47,6 +47,7 @@ impl Engine {
                     let ns = (at - last).max(0);
                     q.stats.busy += ns as u64;
                     self.accounted += ns as u64;
+                    self.scheduler.charge(qi, ns);
                     charged += ns;
                     last = at;
                 }
@@ -81,6 +82,7 @@ impl Engine {
             let ns = (at - last).max(0);
             q.stats.busy += ns as u64;
             self.accounted += ns as u64;
+            self.scheduler.charge(qi, ns);
             charged += ns;
             last = at;
             self.note_work(qi);

@@ -140,6 +140,8 @@ impl Worker<'_> {
         engine.set_lost_deferred(true);
         // A large window close is emitted over several turns, other queries running between.
         engine.set_close_step(w.engine.close_step);
+        // Round robin shares engine time, not turns: a long turn is paid for by waiting.
+        engine.set_turn_quantum(w.engine.turn_quantum);
         let mut finishing = false;
         let mut aborted = false;
         loop {
