@@ -44,9 +44,11 @@ pub struct Scheduler {
 /// cost (`Scheduler::charge`), and it keeps the turn while its credit lasts. A query
 /// whose turns are long (a window close's step, a batch of a costly aggregate) then waits
 /// while queries with short turns drain their queues, instead of each getting one batch
-/// per round. Invariant: a query holds positive credit only while it is being served
-/// (at most a quantum); one whose queue runs dry, or met without work, is reset to 0, so
-/// only a debt (turns that overran) carries over.
+/// per round. Turns are paid after they ran, so credit goes negative: that debt carries
+/// over, also when the queue runs dry (a costly query whose input comes a batch at a time
+/// must not take a turn's overrun for free), down to `DEBT_ROUNDS` quanta. Invariant: a
+/// query holds positive credit only while it is being served (at most a quantum); one
+/// whose queue runs dry, or met without work, gives up what credit it has left.
 #[derive(Debug)]
 struct Deficits {
     quantum: i64,
@@ -54,9 +56,10 @@ struct Deficits {
     serving: Option<usize>,
 }
 
-/// Visits a round-robin pick makes, adding quanta, before it serves a query in debt
-/// anyway: a turn of seconds (a paused engine thread) must not spin the scheduler.
-const MAX_VISITS: usize = 4096;
+/// A query's debt is at most this many quanta: a turn that ran for seconds (a paused
+/// engine thread, a whole sliding-window close) is repaid within this many rounds, not
+/// by starving the query for as long as the pause lasted.
+const DEBT_ROUNDS: i64 = 50;
 
 impl Deficits {
     fn credit(&mut self, i: usize) -> &mut i64 {
@@ -90,8 +93,9 @@ impl Scheduler {
     /// round robin shares time, `set_quantum`).
     pub fn charge(&mut self, query: usize, ns: Nanos) {
         if let Some(f) = &mut self.fair {
+            let floor = -DEBT_ROUNDS * f.quantum;
             let c = f.credit(query);
-            *c = c.saturating_sub(ns.max(0));
+            *c = c.saturating_sub(ns.max(0)).max(floor);
         }
     }
 
@@ -154,7 +158,8 @@ impl Scheduler {
                 // Its queue ran dry: what is left of its quantum is not banked (a query
                 // that drains at every visit would otherwise gain a quantum a round, and
                 // hold the engine for seconds once a backlog came).
-                *f.credit(i) = 0;
+                let c = f.credit(i);
+                *c = (*c).min(0);
             } else if *f.credit(i) > 0 {
                 f.serving = Some(i);
                 return Some(i);
@@ -166,7 +171,8 @@ impl Scheduler {
             if !has_work(i) {
                 queued.remove(i);
                 if let Some(f) = &mut self.fair {
-                    *f.credit(i) = 0;
+                    let c = f.credit(i);
+                    *c = (*c).min(0);
                 }
                 continue;
             }
@@ -177,10 +183,24 @@ impl Scheduler {
             let quantum = f.quantum;
             let c = f.credit(i);
             *c = c.saturating_add(quantum);
-            visits += 1;
-            if *c > 0 || visits >= MAX_VISITS {
+            if *c > 0 {
                 f.serving = Some(i);
                 return Some(i);
+            }
+            visits += 1;
+            if visits >= queued.len() {
+                // A whole round and every query with work still in debt: the rounds until
+                // the least indebted is owed a turn, added at once rather than visit by
+                // visit (each query's debt falls by the same quanta).
+                let rounds = (queued.iter().filter(|&q| has_work(q)))
+                    .map(|q| -*f.credit(q) / quantum)
+                    .min()
+                    .unwrap_or(0);
+                for q in queued.iter().filter(|&q| has_work(q)) {
+                    let c = f.credit(q);
+                    *c = c.saturating_add(rounds * quantum);
+                }
+                visits = 0;
             }
         }
     }
@@ -255,11 +275,56 @@ mod tests {
         // A turn of a thousand quanta; the other query has no work.
         s.charge(0, 5_000);
         assert_eq!(s.pick_round_robin(&mut queued, 2, |q| q == 0), Some(0));
-        // ... and query 1, met without work, was dropped and owes nothing.
+        // ... and query 1, met without work, was dropped.
         assert_eq!(queued.iter().collect::<Vec<_>>(), [0]);
-        // A debt too deep to repay by quanta is served anyway once others have no work.
         s.charge(0, i64::MAX / 2);
         assert_eq!(s.pick_round_robin(&mut queued, 2, |_| true), Some(0));
+    }
+
+    /// A debt is repaid within `DEBT_ROUNDS` rounds however long the turn that made it.
+    #[test]
+    fn a_debt_is_bounded() {
+        let mut s = Scheduler::new(SchedulerKind::RoundRobin);
+        s.set_quantum(10);
+        let mut queued: IndexSet = (0..2).collect();
+        assert_eq!(s.pick_round_robin(&mut queued, 2, |_| true), Some(0));
+        // A turn of a paused thread: a million quanta.
+        s.charge(0, 10_000_000);
+        let mut waited = 0;
+        loop {
+            let q = s.pick_round_robin(&mut queued, 2, |_| true).unwrap();
+            if q == 0 {
+                break;
+            }
+            s.charge(q, 10);
+            waited += 1;
+        }
+        assert_eq!(waited, DEBT_ROUNDS + 1, "rounds query 0 waited");
+    }
+
+    /// A costly query whose input comes a batch at a time keeps the debt of its turn's
+    /// overrun although its queue ran dry after the turn: forgiven, it would take every
+    /// overrun for free and most of the engine from a query with a backlog.
+    #[test]
+    fn a_debt_outlives_an_empty_queue() {
+        use std::cell::Cell;
+        let mut s = Scheduler::new(SchedulerKind::RoundRobin);
+        s.set_quantum(10);
+        let mut queued: IndexSet = (0..2).collect();
+        let arrived = Cell::new(true);
+        let has_work = |q: usize| q == 1 || arrived.get();
+        assert_eq!(s.pick_round_robin(&mut queued, 2, has_work), Some(0));
+        // Two and a half quanta, and its queue is empty.
+        s.charge(0, 25);
+        arrived.set(false);
+        assert_eq!(s.pick_round_robin(&mut queued, 2, has_work), Some(1));
+        s.charge(1, 10);
+        // Its next batch: one quantum more leaves it 5 ns in debt, so query 1 goes on.
+        arrived.set(true);
+        queued.insert(0);
+        assert_eq!(s.pick_round_robin(&mut queued, 2, has_work), Some(1));
+        s.charge(1, 10);
+        assert_eq!(s.pick_round_robin(&mut queued, 2, has_work), Some(0));
     }
 
     /// A query that drains its queue at every visit does not bank the rest of its

@@ -224,11 +224,12 @@ fn build_engine(diag: &mut Diagnostics, e: &EngineConfig, streams: usize) -> Eng
         None => d.tick,
     };
     let turn_quantum = match e.turn_quantum {
-        // Longer than a second, a round outlasts every latency target worth having.
-        Some(t) if t.0 > 1_000_000_000 => {
+        // Longer than a second, a round outlasts every latency target worth having; under
+        // 10us, a quantum is shorter than a turn's bookkeeping.
+        Some(t) if t.0 > 1_000_000_000 || (t.0 > 0 && t.0 < 10_000) => {
             diag.at(
                 "engine.turn_quantum",
-                "turn_quantum must be at most 1s, e.g. 1ms (0 for a turn a round)",
+                "turn_quantum must be 0 (a turn a round) or from 10us to 1s, e.g. 1ms",
             );
             d.turn_quantum
         }

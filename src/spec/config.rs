@@ -167,7 +167,7 @@ pub struct EngineConfig {
     #[serde(default, deserialize_with = "super::count::opt")]
     pub close_step: Option<usize>,
     /// Live runs, round-robin scheduler: engine time each query with work gets a round
-    /// (default `1ms`; at most `1s`). A query whose turns are long (a close step, a batch
+    /// (default `1ms`; `10us` to `1s`). A query whose turns are long (a close step, a batch
     /// of a costly aggregate) then waits a few rounds while cheap queries drain their
     /// queues, rather than each getting one batch a round. `0` gives a turn a round.
     #[serde(default)]

@@ -339,12 +339,18 @@ fn a_close_step_of_zero_is_refused_and_the_default_is_the_live_step() {
 }
 
 #[test]
-fn a_turn_quantum_over_a_second_is_refused_zero_is_turns_and_the_default_is_live() {
-    let e = only_error(
-        "name: x\nengine: {turn_quantum: 2s}\nstreams: {s: {schema: {k: int}, rate: 1}}\nqueries: {q: {sql: SELECT k FROM s}}\n",
-    );
-    assert_eq!((e.line, e.path.as_str()), (2, "engine.turn_quantum"));
-    assert!(e.message.contains("turn_quantum must be at most 1s"), "{e}");
+fn a_turn_quantum_outside_10us_to_1s_is_refused_zero_is_turns_and_the_default_is_live() {
+    for bad in ["2s", "5us"] {
+        let e = only_error(&format!(
+            "name: x\nengine: {{turn_quantum: {bad}}}\nstreams: {{s: {{schema: {{k: int}}, rate: 1}}}}\nqueries: {{q: {{sql: SELECT k FROM s}}}}\n"
+        ));
+        assert_eq!((e.line, e.path.as_str()), (2, "engine.turn_quantum"));
+        assert!(
+            e.message
+                .contains("turn_quantum must be 0 (a turn a round) or from 10us to 1s"),
+            "{e}"
+        );
+    }
     let parse = |engine: &str| {
         parse_stub(&format!("name: x\n{engine}streams: {{s: {{schema: {{k: int}}, rate: 1}}}}\nqueries: {{q: {{sql: SELECT k FROM s}}}}\n"))
             .unwrap_or_else(|e| panic!("{e}"))
