@@ -3,44 +3,44 @@
 //! them, a window's rows leave once, in window order, and the loss accounting judges only
 //! windows emitted whole (`WindowAggregate::emitted_to`).
 
-use super::{Body, Output, Pipeline};
+use super::aggregate::Chunks;
+use super::{Body, Output, Pipeline, WindowAggregate};
 use crate::core::schema::Nanos;
 
 impl Pipeline {
+    /// Runs `close` on the window operator with a sink into `out`, then tells the sink
+    /// which windows are emitted whole (`WindowAggregate::emitted_to`), as every way of
+    /// closing must; `None` for a query without windows.
+    pub(super) fn closing<R>(
+        &mut self,
+        out: &mut Output,
+        close: impl FnOnce(&mut WindowAggregate, &mut Chunks<'_>) -> R,
+    ) -> Option<R> {
+        let Body::Aggregate(a) = &mut self.body else {
+            return None;
+        };
+        let (op, mut sink) = a.split(out);
+        let r = close(op, &mut sink);
+        let done = op.emitted_to();
+        sink.done(done);
+        Some(r)
+    }
+
     /// Closes arrival-time windows ending by `bound`.
     pub fn on_tick(&mut self, bound: Nanos, out: &mut Output) {
-        if let Body::Aggregate(a) = &mut self.body {
-            let (op, mut sink) = a.split(out);
-            op.on_tick(bound, &mut sink);
-            let done = op.emitted_to();
-            sink.done(done);
-        }
+        self.closing(out, |op, sink| op.on_tick(bound, sink));
     }
 
     /// Emits up to the close step's rows more of windows closed but not yet emitted whole
     /// (`WindowAggregate::resume`).
     pub fn resume_close(&mut self, out: &mut Output) {
-        self.emit_closed(false, out);
+        self.closing(out, |op, sink| op.resume(sink));
     }
 
     /// Emits every row of windows closed but not yet emitted whole (rows already due: a
     /// query removed without a flush, a history replay).
     pub fn drain_close(&mut self, out: &mut Output) {
-        self.emit_closed(true, out);
-    }
-
-    /// `resume_close`, or with `all` `drain_close`.
-    fn emit_closed(&mut self, all: bool, out: &mut Output) {
-        if let Body::Aggregate(a) = &mut self.body {
-            let (op, mut sink) = a.split(out);
-            if all {
-                op.resume_all(&mut sink);
-            } else {
-                op.resume(&mut sink);
-            }
-            let done = op.emitted_to();
-            sink.done(done);
-        }
+        self.closing(out, |op, sink| op.resume_all(sink));
     }
 
     /// The arrival the rows of a window closed but not yet emitted whole carry (`None`:
@@ -70,25 +70,13 @@ impl Pipeline {
 
     /// Emits all remaining state (end of input).
     pub fn flush(&mut self, now: Nanos, out: &mut Output) {
-        if let Body::Aggregate(a) = &mut self.body {
-            let (op, mut sink) = a.split(out);
-            op.flush(now, &mut sink);
-            let done = op.emitted_to();
-            sink.done(done);
-        }
+        self.closing(out, |op, sink| op.flush(now, sink));
     }
 
     /// One step of `flush`: the windows ending at the earliest open window's end
     /// (`WindowAggregate::flush_step`). True while a later window is still open; `flush`
     /// emits whatever a step leaves.
     pub fn flush_step(&mut self, now: Nanos, out: &mut Output) -> bool {
-        let Body::Aggregate(a) = &mut self.body else {
-            return false;
-        };
-        let (op, mut sink) = a.split(out);
-        let more = op.flush_step(now, &mut sink);
-        let done = op.emitted_to();
-        sink.done(done);
-        more
+        (self.closing(out, |op, sink| op.flush_step(now, sink))).unwrap_or(false)
     }
 }

@@ -56,11 +56,6 @@ impl Pipeline {
 
     /// Moves the watermark to `time` (from `lost_time`) and closes what that completes.
     pub fn advance_time(&mut self, time: (i64, Nanos), out: &mut Output) {
-        if let Body::Aggregate(a) = &mut self.body {
-            let (op, mut sink) = a.split(out);
-            op.advance_to(time.0, time.1, &mut sink);
-            let done = op.emitted_to();
-            sink.done(done);
-        }
+        self.closing(out, |op, sink| op.advance_to(time.0, time.1, sink));
     }
 }
