@@ -8,6 +8,7 @@ mod ewma;
 mod latency_window;
 mod load;
 mod robust;
+mod row_rate;
 mod utility;
 mod value_hist;
 
@@ -16,5 +17,6 @@ pub use ewma::Ewma;
 pub use latency_window::{LatencyWindow, MergeScratch};
 pub use load::{LoadReport, QueryLoad, StreamLoad, engine_load, non_negative, stream_coefficients};
 pub use robust::{ROBUST_TICKS, RobustRate, SPAN_TICKS, SpanRate, bounded};
+pub use row_rate::RowRate;
 pub use utility::{UtilityCurve, loss_between, loss_slope, loss_utility};
 pub use value_hist::{Binning, ValueHistogram};

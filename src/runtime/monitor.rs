@@ -9,8 +9,7 @@ use crate::core::engine::{Engine, ValueObserver};
 use crate::core::schema::Nanos;
 use crate::core::stats::EngineSnapshot;
 use crate::qos::{
-    CostModel, Ewma, LatencyWindow, MergeScratch, RobustRate, SpanRate, ValueHistogram,
-    loss_utility,
+    CostModel, Ewma, LatencyWindow, MergeScratch, RobustRate, RowRate, ValueHistogram, loss_utility,
 };
 use crate::spec::{QosSpec, Workload};
 
@@ -29,7 +28,7 @@ pub const CONTROL_TICKS: usize = 2;
 struct QueryTrack {
     qos: Option<QosSpec>,
     cost: CostModel,
-    rows: SpanRate,
+    rows: RowRate,
     delivered: Ewma,
     /// Queued tuples thinned since the last tick (`note_thinned`): dropped, but admitted
     /// at earlier ticks, so no share of this tick's offered input.
@@ -68,7 +67,11 @@ fn track(engine: &mut Engine, qi: usize, qos: Option<QosSpec>, window_ticks: usi
     QueryTrack {
         qos,
         cost: CostModel::default(),
-        rows: SpanRate::default(),
+        // Rows come as the window slides: per close when that is longer than a few ticks.
+        rows: RowRate::new(match &engine.query_plan(qi).body {
+            crate::core::plan::PlanBody::Aggregate(a) => a.window.slide as f64 / 1e9,
+            _ => 0.0,
+        }),
         delivered: Ewma::new(ALPHA),
         thinned: 0,
         latency: LatencyWindow::new(window_ticks),

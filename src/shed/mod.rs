@@ -36,6 +36,8 @@ mod tests_fanout;
 mod tests_plan;
 #[cfg(test)]
 mod tests_rise;
+#[cfg(test)]
+mod tests_rows;
 
 pub use adapt::IDLE_TARGET;
 pub use allocate::weighted_mean;
