@@ -17,6 +17,8 @@ use super::robust::{SPAN_TICKS, SpanRate};
 /// Slides without a burst after which the last one is forgotten and the rate is 0 (an
 /// idle run must read as idle, or its fast-forward never begins).
 const FORGET_SLIDES: f64 = 3.0;
+/// Weight of the newest tick in the smoothed tick length.
+const TICK_ALPHA: f64 = 0.1;
 
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct RowRate {
@@ -29,7 +31,7 @@ pub struct RowRate {
     last: f64,
     /// Seconds since the last burst began.
     since: f64,
-    /// The last tick's length, seconds.
+    /// The ticks' length, seconds, smoothed (`TICK_ALPHA`).
     tick: f64,
     in_burst: bool,
 }
@@ -54,7 +56,11 @@ impl RowRate {
         if !(rows.is_finite() && rows >= 0.0 && secs.is_finite() && secs > 0.0) {
             return self.value(span);
         }
-        self.tick = secs;
+        self.tick = if self.tick > 0.0 {
+            self.tick + TICK_ALPHA * (secs - self.tick)
+        } else {
+            secs
+        };
         self.since += secs;
         if rows > 0.0 && !self.in_burst {
             self.in_burst = true;
@@ -73,9 +79,11 @@ impl RowRate {
         self.value(span)
     }
 
-    /// The rate, given the span rate: per burst when the slide is longer than the span.
+    /// The rate, given the span rate: per burst when the slide is longer than the span
+    /// by half a tick (on the smoothed tick length, so that uneven ticks do not switch a
+    /// slide near the span's length from one reading to the other and back).
     fn value(&self, span: f64) -> f64 {
-        if self.period <= SPAN_TICKS as f64 * self.tick {
+        if self.period <= (SPAN_TICKS as f64 + 0.5) * self.tick {
             return span;
         }
         if !self.in_burst && self.since > FORGET_SLIDES * self.period {
@@ -155,7 +163,15 @@ mod tests {
             x = r.update(0.0, 0.1);
         }
         assert!((x - 1000.0 / 1.5).abs() < 1.0, "{x}");
-        // A slide of two ticks: the span rate, as before.
+        // A slide of two ticks, or of four with ticks now and then a little short: the
+        // span rate, as before.
+        let mut four = RowRate::new(0.2);
+        let mut span = SpanRate::default();
+        for i in 0..40 {
+            let secs = if i % 3 == 0 { 0.045 } else { 0.05 };
+            let rows = if i % 4 == 0 { 10_000.0 } else { 0.0 };
+            assert_eq!(four.update(rows, secs), span.update(rows, secs));
+        }
         let mut short = RowRate::new(0.2);
         let mut span = SpanRate::default();
         for i in 0..12 {
