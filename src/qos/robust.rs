@@ -60,7 +60,8 @@ pub const SPAN_TICKS: usize = 4;
 /// closes: with a 100 ms slide and 50 ms ticks the ticks read 0 and 2x in turn, and a
 /// median of three ticks follows them (live, a HOP's row rate read 0 and 99k a second in
 /// alternate ticks, and the demand priced with it 2.4x and 20x of capacity). One tick, however
-/// large, moves the rate by at most its share of the span.
+/// large, moves the rate by at most its share of the span. A slide longer than the span is
+/// read per close instead (`RowRate`, which uses this one for shorter slides).
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct SpanRate {
     counts: [f64; SPAN_TICKS],
